@@ -1,0 +1,80 @@
+"""Sphinx configuration. The repository root is the source directory; pages live in docs/."""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+# Jupyter kernels that myst-nb starts for the lessons inherit this, so they can import
+# the course's packages without an install.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+import kernels  # noqa: F401  (picks GPU or interpreter before any kernel module loads)
+
+project = "Closing the Ninja Gap"
+author = "The Closing the Ninja Gap authors"
+copyright = "2026, the Closing the Ninja Gap authors"
+
+extensions = [
+    "myst_nb",
+    "sphinx_design",
+    "sphinx_copybutton",
+    "sphinx_gallery.gen_gallery",
+    "quiz",
+]
+
+root_doc = "docs/index"
+include_patterns = ["docs/**"]
+exclude_patterns = [
+    # sphinx-gallery writes a notebook and a script beside each page for download;
+    # they are files to offer, not pages to build.
+    "docs/examples/*.ipynb",
+    "docs/examples/*.py",
+    "**/.ipynb_checkpoints",
+]
+templates_path: list[str] = []
+html_static_path = ["docs/_static"]
+# The pages live under docs/; this sends a visitor of the site root to the home page.
+html_extra_path = ["docs/_extra"]
+html_css_files = ["ninja-gap.css"]
+
+language = "en"
+locale_dirs = ["docs/locales/"]
+gettext_compact = False
+
+html_theme = "pydata_sphinx_theme"
+html_title = project
+html_theme_options = {
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+
+# myst-nb: every lesson runs at each build, and a failing cell fails the build.
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_heading_anchors = 3
+
+# sphinx-gallery: one script per kernel; every example runs at every build, because
+# the figures and checks depend on kernels/ too, which sphinx-gallery's cache cannot see
+# (it only watches the script). An example that fails fails the build.
+sphinx_gallery_conf = {
+    "examples_dirs": "gallery",
+    "gallery_dirs": "docs/examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"/(measurements|__init__)",
+    "run_stale_examples": True,
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "image_scrapers": ("kernels.plotting.captioned_matplotlib_scraper",),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "show_signature": False,
+    "min_reported_time": 0,
+}

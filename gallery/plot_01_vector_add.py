@@ -1,0 +1,99 @@
+"""
+Vector addition
+===============
+
+How close does a ten-line Triton kernel get to the memory bandwidth of a GPU?
+
+Adding two vectors is the "hello world" of GPU programming. There is almost no
+arithmetic in it (one addition per element), so its speed is set by memory alone:
+each float32 element costs 12 bytes of traffic, two 4-byte reads and one 4-byte write.
+The best any implementation can do is to move those bytes as fast as the GPU can copy
+memory, so that is the yardstick on this page.
+"""
+
+# %%
+# The kernel
+# ----------
+#
+# A Triton kernel is a Python function decorated with ``@triton.jit``. It is launched as
+# a grid of *programs*; each program handles one tile of ``BLOCK_SIZE`` consecutive
+# elements, and the compiler decides how the GPU's threads share that tile.
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add_kernel
+#
+# ``BLOCK_SIZE`` is a ``tl.constexpr``: it is fixed when the kernel is compiled, which
+# lets Triton lay the tile out in registers and issue wide, coalesced loads. The mask
+# covers the last tile, which runs past the end of the vectors when their length is not
+# a multiple of ``BLOCK_SIZE``.
+#
+# The launcher
+# ------------
+#
+# The launcher checks its inputs (device, dtype, shape, contiguity) so that a mistake
+# gets a clear error instead of a crash or a wrong answer, then launches one program per
+# tile:
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add
+
+# %%
+# Run it and check it
+# -------------------
+#
+# The check compares the kernel with PyTorch evaluated in float64, by the relative error
+# ``||out - ref|| / ||ref||``, at a length that is not a multiple of the block size, for
+# each dtype the kernel takes. Without a GPU, Triton runs the same kernel in its
+# interpreter on the CPU.
+
+from kernels import vector_add
+from kernels.bench import check
+from kernels.runtime import describe_device
+
+print(f"Kernels run on {describe_device()}.")
+for dtype in vector_add.SUPPORTED_DTYPES:
+    print(check(vector_add.BENCHMARK, 98_432, dtype=dtype))
+
+# %%
+# Measure it
+# ----------
+#
+# On a GPU, the harness checks every size first, then times the Triton kernel, PyTorch
+# eager (``x + y``) and ``torch.compile`` of the same expression, each the median of
+# many runs with the L2 cache flushed before each, and copies a 1 GiB buffer in the
+# same run to measure the ceiling. The rate is the 12 bytes per element that one call
+# must move, over its median time. Without a GPU, the figure is drawn from the file the
+# last GPU build recorded, and its caption says so.
+
+from kernels.bench import measure_or_load
+from kernels.plotting import plot_measurement
+
+measurement = measure_or_load(vector_add.BENCHMARK)
+figure = plot_measurement(measurement)
+
+# %%
+# Read the figure
+# ---------------
+#
+# Small vectors are dominated by the fixed cost of a launch, so every provider is far
+# from the ceiling on the left. Past a few million elements, the work is large enough to
+# keep all of the GPU's memory channels busy, and the curves flatten near the ceiling.
+# The table lists the large sizes, where the bandwidth counts.
+
+doc = measurement.doc
+ceiling = doc["ceiling"]["value"]
+print(f"{'N':>12} {'Triton GB/s':>12} {'of ceiling':>11} {'vs PyTorch':>11}")
+for n, triton_rate, torch_rate in zip(
+    doc["x"], doc["series"]["Triton"], doc["series"]["PyTorch"], strict=True
+):
+    if n >= 2**24:
+        print(
+            f"{n:>12,} {triton_rate:>12,.0f} {triton_rate / ceiling:>11.0%} "
+            f"{triton_rate / torch_rate:>10.2f}x"
+        )
+
+# %%
+# The Triton kernel and PyTorch's own kernel for ``x + y`` do the same thing, one pass
+# over memory, and so run at the same speed. The gap between high-level code and
+# hand-written kernels opens when an operation needs *several* passes in PyTorch and one
+# in a fused kernel; the next pages of the gallery are about exactly that.

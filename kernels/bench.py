@@ -1,0 +1,273 @@
+"""The benchmark harness: check every size, then time every provider, then record.
+
+On a GPU, :func:`measure` checks each provider against a float64 reference at every
+size, times Triton, PyTorch eager and ``torch.compile`` with ``triton.testing.do_bench``
+(median of repeated runs, L2 flushed before each, warm-up outside the timing), measures
+the machine's ceiling in the same run, and :func:`measure_or_load` writes the result to
+``gallery/measurements/<name>.json``. Without a GPU nothing is timed: the kernel is
+checked in Triton's interpreter on small inputs and the recorded file is returned.
+
+Run ``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) on a GPU to refresh the
+recorded files without building the site.
+"""
+
+import argparse
+import importlib
+import math
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from kernels import measurements, provenance
+from kernels.runtime import describe_device, interpreted, kernel_device
+
+Metric = Literal["GB/s", "TFLOP/s"]
+
+# ||out - ref|| / ||ref|| allowed against a float64 reference: a few units of the
+# dtype's rounding error (bfloat16 has 8 significant bits, float16 11, float32 24).
+RELATIVE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-5}
+
+# do_bench settings, in milliseconds of warm-up and of timed repetitions.
+WARMUP_MS = 25
+REP_MS = 100
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """What a kernel module tells the harness about its benchmark.
+
+    ``make_inputs(size, dtype, device, generator)`` returns the positional inputs of one
+    call; ``triton`` and ``torch_eager`` take them and return the output; ``work(size,
+    dtype)`` is the bytes (``GB/s``) or floating-point operations (``TFLOP/s``) that one
+    call needs at least.
+    """
+
+    name: str
+    metric: Metric
+    x_name: str
+    dtype: torch.dtype
+    gpu_sizes: Sequence[int]
+    interpreter_sizes: Sequence[int]
+    make_inputs: Callable[..., tuple[torch.Tensor, ...]]
+    triton: Callable[..., torch.Tensor]
+    torch_eager: Callable[..., torch.Tensor]
+    work: Callable[[int, torch.dtype], float]
+
+
+class CorrectnessError(AssertionError):
+    """A provider's output differs from the float64 reference by more than the tolerance."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one correctness check, printable as one line."""
+
+    benchmark: str
+    provider: str
+    size: int
+    dtype: torch.dtype
+    relative_error: float
+    tolerance: float
+
+    def __str__(self) -> str:
+        dtype = str(self.dtype).removeprefix("torch.")
+        return (
+            f"{self.benchmark} [{self.provider}] at {self.size:,} elements ({dtype}): "
+            f"||out - ref|| / ||ref|| = {self.relative_error:.1e} "
+            f"(float64 reference, tolerance {self.tolerance:.0e}): OK"
+        )
+
+
+def relative_error(out: torch.Tensor, reference: torch.Tensor) -> float:
+    """``||out - ref|| / ||ref||`` in float64; infinite if ``out`` holds NaN or infinity."""
+    out64 = out.double()
+    if not torch.isfinite(out64).all():
+        return math.inf
+    ref_norm = torch.linalg.vector_norm(reference).item()
+    err_norm = torch.linalg.vector_norm(out64 - reference).item()
+    return err_norm / ref_norm if ref_norm > 0 else err_norm
+
+
+def _poison_free_memory(like: torch.Tensor) -> None:
+    # Fill a block the size of the output with NaN and free it: the caching allocator
+    # tends to hand that block to the next output, so elements a kernel fails to
+    # write show up as NaN instead of as an earlier run's correct values.
+    torch.full(like.shape, math.nan, dtype=torch.float32, device=like.device)
+
+
+def check(
+    spec: BenchmarkSpec,
+    size: int,
+    provider: Callable[..., torch.Tensor] | None = None,
+    *,
+    provider_name: str = "Triton",
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
+) -> CheckResult:
+    """Run ``provider`` (the Triton launcher by default) on random inputs of ``size`` and
+    compare with the PyTorch reference evaluated in float64 on the same device.
+
+    Raises :class:`CorrectnessError` if the relative error exceeds the dtype's tolerance.
+    """
+    dtype = dtype or spec.dtype
+    device = kernel_device()
+    generator = torch.Generator(device=device).manual_seed(seed)
+    inputs = spec.make_inputs(size, dtype, device, generator)
+    _poison_free_memory(inputs[0])
+    out = (provider or spec.triton)(*inputs)
+    reference = spec.torch_eager(*(t.double() for t in inputs))
+    error = relative_error(out, reference)
+    tolerance = RELATIVE_TOLERANCE[dtype]
+    if not error <= tolerance:
+        raise CorrectnessError(
+            f"{spec.name} [{provider_name}] at {size:,} elements ({dtype}): relative error "
+            f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference"
+        )
+    return CheckResult(spec.name, provider_name, size, dtype, error, tolerance)
+
+
+def time_ms(fn: Callable[[], Any]) -> float:
+    """Median time of ``fn`` in milliseconds, L2 flushed before each run (GPU only)."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median"))
+
+
+def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
+    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and written."""
+    src = torch.randn(n_bytes // 4, device="cuda")
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src))
+    return {"name": "device copy", "value": 2 * n_bytes / ms / 1e6, "bytes_copied": n_bytes}
+
+
+def matmul_ceiling(n: int = 8192) -> dict[str, Any]:
+    """The cuBLAS bf16 matrix-product rate of this GPU in TFLOP/s, on random data."""
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    ms = time_ms(lambda: a @ b)
+    return {"name": "cuBLAS bf16 matmul", "value": 2 * n**3 / ms / 1e9, "shape": [n, n, n]}
+
+
+def _rate(spec: BenchmarkSpec, size: int, ms: float) -> float:
+    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    return spec.work(size, spec.dtype) / ms / scale
+
+
+def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    # A fresh static compile per size: dynamo's recompile limit would otherwise send
+    # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
+def measure(spec: BenchmarkSpec) -> dict[str, Any]:
+    """Check, then time, every provider at every GPU size; return a measurement document."""
+    if interpreted():
+        raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
+    device = kernel_device()
+    series: dict[str, list[float]] = {"Triton": [], "PyTorch": [], "torch.compile": []}
+    worst_error = 0.0
+    for size in spec.gpu_sizes:
+        providers = {
+            "Triton": spec.triton,
+            "PyTorch": spec.torch_eager,
+            "torch.compile": _compiled_for_one_shape(spec.torch_eager),
+        }
+        for name, fn in providers.items():
+            # Fresh random inputs for every check: a fast version must be right on any input.
+            result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
+            worst_error = max(worst_error, result.relative_error)
+        generator = torch.Generator(device=device).manual_seed(size)
+        inputs = spec.make_inputs(size, spec.dtype, device, generator)
+        for name, fn in providers.items():
+            ms = time_ms(lambda fn=fn, inputs=inputs: fn(*inputs))
+            series[name].append(_rate(spec, size, ms))
+        print(
+            f"{spec.name} {spec.x_name}={size:>11,}: "
+            + "  ".join(f"{n} {v[-1]:9.1f}" for n, v in series.items())
+            + f" {spec.metric}",
+            flush=True,
+        )
+    ceiling = copy_ceiling() if spec.metric == "GB/s" else matmul_ceiling()
+    return {
+        "benchmark": spec.name,
+        "metric": spec.metric,
+        "x_name": spec.x_name,
+        "x": list(spec.gpu_sizes),
+        "series": series,
+        "ceiling": ceiling,
+        "dtype": str(spec.dtype).removeprefix("torch."),
+        "timing": {
+            "function": "triton.testing.do_bench",
+            "statistic": "median",
+            "warmup_ms": WARMUP_MS,
+            "rep_ms": REP_MS,
+            "l2_flushed": True,
+        },
+        "check": {"reference": "float64", "worst_relative_error": worst_error},
+        "environment": provenance.capture(),
+    }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measurement document and whether this run measured it (``fresh``) or loaded it."""
+
+    doc: dict[str, Any]
+    fresh: bool
+
+
+def measure_or_load(spec: BenchmarkSpec) -> Measurement:
+    """On a GPU, measure ``spec`` and record the file; otherwise check the kernel in the
+    interpreter at its small sizes, print the checks, and load the recorded file."""
+    if interpreted():
+        print(f"No GPU here: checking {spec.name} on {describe_device()}.")
+        for size in spec.interpreter_sizes:
+            print(check(spec, size))
+        return Measurement(measurements.load(spec.name), fresh=False)
+    doc = measure(spec)
+    path = measurements.save(doc)
+    print(f"Recorded {path.name} on {doc['environment']['gpu']}.")
+    return Measurement(doc, fresh=True)
+
+
+def discover() -> dict[str, BenchmarkSpec]:
+    """Every ``BENCHMARK`` that a module of the :mod:`kernels` package defines, by name."""
+    import kernels
+
+    found: dict[str, BenchmarkSpec] = {}
+    for module_info in pkgutil.iter_modules(kernels.__path__):
+        module = importlib.import_module(f"kernels.{module_info.name}")
+        spec = getattr(module, "BENCHMARK", None)
+        if isinstance(spec, BenchmarkSpec):
+            found[spec.name] = spec
+    return dict(sorted(found.items()))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: measure the named benchmarks (all by default) and record their files."""
+    specs = discover()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"benchmarks to measure (default: all of {', '.join(specs)})",
+    )
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(specs))
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(specs)}")
+    if interpreted():
+        parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
+    for name in args.names or specs:
+        path = measurements.save(measure(specs[name]))
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

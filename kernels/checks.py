@@ -1,0 +1,62 @@
+"""Input checks shared by the launchers: every bad input gets an error that names it.
+
+A Triton kernel trusts its pointers: a CPU tensor handed to a GPU kernel, a strided view
+or a tensor of another dtype gives a crash or a silently wrong answer. Launchers call
+these checks first so that the mistake is reported in the caller's terms.
+"""
+
+from collections.abc import Iterable
+
+import torch
+
+from kernels.runtime import interpreted, kernel_device
+
+
+def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
+    return ", ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
+
+
+def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+    """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
+
+    Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
+    for a tensor on the wrong device or a non-contiguous one.
+    """
+    dtypes = tuple(dtypes)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.dtype not in dtypes:
+        raise TypeError(
+            f"{name} has dtype {str(value.dtype).removeprefix('torch.')}; "
+            f"this kernel takes {_dtype_names(dtypes)}"
+        )
+    expected = kernel_device()
+    if value.device.type != expected.type:
+        where = (
+            "Triton's interpreter runs on the CPU" if interpreted() else "kernels run on the GPU"
+        )
+        raise ValueError(
+            f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
+        )
+    if not value.is_contiguous():
+        raise ValueError(
+            f"{name} is not contiguous (strides {tuple(value.stride())}); "
+            "this kernel reads memory in order: pass .contiguous()"
+        )
+    return value
+
+
+def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch.Tensor) -> None:
+    """Check that two checked tensors share device, dtype and shape, naming both on failure."""
+    a, b = names
+    if first.device != second.device:
+        raise ValueError(f"{a} is on {first.device} but {b} is on {second.device}")
+    if first.dtype != second.dtype:
+        raise TypeError(
+            f"{a} is {str(first.dtype).removeprefix('torch.')} but "
+            f"{b} is {str(second.dtype).removeprefix('torch.')}: cast one of them"
+        )
+    if first.shape != second.shape:
+        raise ValueError(
+            f"{a} has shape {tuple(first.shape)} but {b} has shape {tuple(second.shape)}"
+        )

@@ -1,0 +1,96 @@
+"""The one entry point: ``nox -s docs | tests | bench | serve | lint``.
+
+Each session makes its own virtual environment from pyproject.toml. On a GPU runner
+whose image already holds CUDA builds of torch and Triton, and which may be offline,
+run ``nox --no-venv -s docs`` in that image's Python instead: the sessions then use the
+running environment as it is and install nothing (see docs/guides/contributing.md).
+"""
+
+import shlex
+import shutil
+import sys
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+BUILD_DIR = "_build/html"
+SPHINX_ARGS = ["-W", "--keep-going", "-b", "html", ".", BUILD_DIR]
+# Written into each measurement file, so that it says how it was made.
+COMMAND = {"NINJA_GAP_COMMAND": shlex.join(["nox", *sys.argv[1:]])}
+# Machines without a GPU get torch's CPU build: our machines keep it on local disk, and a
+# plain "torch" from PyPI would be a multi-gigabyte CUDA build that could never run here.
+CPU_TORCH = "torch==2.13.0"
+
+
+def install(session: nox.Session, *groups: str, project: bool = True) -> None:
+    """Install the project's runtime dependencies and the named dependency groups."""
+    if session.venv_backend == "none":
+        session.log("No virtual environment: using the running Python's packages as they are.")
+        return
+    requirements = list(nox.project.dependency_groups(PYPROJECT, *groups))
+    if project:
+        requirements += PYPROJECT["project"]["dependencies"]
+        if shutil.which("nvidia-smi") is None:
+            requirements.append(CPU_TORCH)
+    session.install(*requirements)
+
+
+def python(session: nox.Session) -> str:
+    """The session's interpreter: the venv's, or with --no-venv the one running nox."""
+    return sys.executable if session.venv_backend == "none" else "python"
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the site into _build/html with warnings as errors (measures on a GPU)."""
+    install(session, "docs")
+    session.run(python(session), "-m", "sphinx", *SPHINX_ARGS, *session.posargs, env=COMMAND)
+    session.log(f"Open {BUILD_DIR}/docs/index.html")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite: kernels in the interpreter, quiz banks, measurement files, a build."""
+    install(session, "test")
+    session.run(python(session), "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Re-measure the benchmarks on this GPU and rewrite gallery/measurements/ (GPU only)."""
+    install(session)
+    session.run(python(session), "-m", "kernels.bench", *session.posargs, env=COMMAND)
+
+
+@nox.session
+def serve(session: nox.Session) -> None:
+    """Rebuild the site on every change and serve it at http://127.0.0.1:8000."""
+    install(session, "serve")
+    session.run(
+        "sphinx-autobuild",
+        ".",
+        BUILD_DIR,
+        "--watch",
+        "kernels",
+        "--watch",
+        "quiz",
+        "--watch",
+        "gallery",
+        "--ignore",
+        "docs/examples/*",
+        "--ignore",
+        "_build/*",
+        "--ignore",
+        ".nox/*",
+        *session.posargs,
+    )
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check the code with ruff."""
+    install(session, "lint", project=False)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
