@@ -48,11 +48,11 @@ def caption(environment: dict[str, Any], *, fresh: bool) -> str:
     date = environment["date"].replace("T", " ").replace("Z", " UTC")
     where = (
         f"{environment['gpu']}, driver {environment['driver']}, CUDA {environment['cuda']}, "
-        f"torch {environment['torch']}, Triton {environment['triton']}, measured {date}"
+        f"torch {environment['torch']}, Triton {environment['triton']}, {date}"
     )
     if fresh:
-        return f"Measured during this build on {where}."
+        return f"Measured during this build: {where}."
     return (
-        f'Recorded on {where} by "{environment["command"]}". '
+        f"Recorded by \"{environment['command']}\" on {where}. "
         "This page was built without a GPU, so the figure is drawn from that record."
     )

@@ -14,8 +14,9 @@ from kernels.checks import check_same_layout, check_tensor
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# Elements handled by one program. A power of two (tl.arange needs one), and large enough
-# that each program keeps many bytes in flight; the H200 sweep in the gallery page chose it.
+# Elements handled by one program; a power of two, as tl.arange needs. On an H200, tiles
+# of 1024 to 8192 elements with 4 to 16 warps all ran within noise of each other at
+# 2**24 elements and more, so the smallest tile with Triton's default 4 warps stays.
 BLOCK_SIZE = 1024
 
 
