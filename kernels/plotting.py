@@ -74,19 +74,19 @@ def caption_of(fig: Figure) -> str | None:
     return getattr(fig, _CAPTION_ATTRIBUTE, None)
 
 
-def _rst_escape(text: str) -> str:
-    # A backslash makes any following character literal in reStructuredText.
-    return "".join("\\" + ch if ch in "\\`*_|[]<>:" else ch for ch in text)
-
-
 def captioned_matplotlib_scraper(
     block: Any, block_vars: Any, gallery_conf: Any, **kwargs: Any
 ) -> str:
-    """sphinx-gallery image scraper: matplotlib's own, plus each figure's caption as text."""
+    """sphinx-gallery image scraper: matplotlib's own, plus each figure's caption as text.
+
+    Captions may mark code with `backticks`, as quiz banks do.
+    """
     from sphinx_gallery.scrapers import matplotlib_scraper
+
+    from quiz.rst import to_rst_inline
 
     captions = [caption_of(plt.figure(number)) for number in plt.get_fignums()]
     rst = matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
     for text in filter(None, captions):
-        rst += f"\n\n.. rst-class:: figure-provenance\n\n{_rst_escape(text)}\n"
+        rst += f"\n\n.. rst-class:: figure-provenance\n\n{to_rst_inline(text)}\n"
     return rst

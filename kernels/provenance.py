@@ -53,6 +53,6 @@ def caption(environment: dict[str, Any], *, fresh: bool) -> str:
     if fresh:
         return f"Measured during this build: {where}."
     return (
-        f"Recorded by \"{environment['command']}\" on {where}. "
+        f"Recorded by `{environment['command']}` on {where}. "
         "This page was built without a GPU, so the figure is drawn from that record."
     )

@@ -71,6 +71,12 @@ class Bank:
 
 
 def _text(value: Any, where: str, key: str) -> str:
+    if isinstance(value, bool | int | float):
+        # YAML reads unquoted yes, no, on, off, 1.0 ... as booleans and numbers.
+        kind = "boolean" if isinstance(value, bool) else "number"
+        raise QuizBankError(
+            f"{where}: {key!r} must be text, but YAML read a {kind} here: put it in quotes"
+        )
     if not isinstance(value, str) or not value.strip():
         raise QuizBankError(f"{where}: {key!r} must be non-empty text")
     return value.strip()

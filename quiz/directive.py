@@ -5,7 +5,6 @@ JavaScript). Its title is the option; opening it says whether the option is righ
 why. Titles all look alike, so the page does not give the answer away before a click.
 """
 
-import re
 from pathlib import Path
 
 from docutils import nodes
@@ -16,6 +15,7 @@ from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective
 
 from quiz.bank import Bank, Option, QuizBankError, load_bank
+from quiz.rst import escape, to_rst_inline
 
 _ = get_translation("quiz")
 
@@ -28,26 +28,6 @@ class QuizBuildError(SphinxError):
     category = "Malformed quiz bank"
 
 
-def _escape(text: str) -> str:
-    # A backslash makes any following character literal in reStructuredText.
-    return re.sub(r"([\\`*_|\[\]<>:])", r"\\\1", text)
-
-
-def to_rst_inline(text: str) -> str:
-    """Bank text to reStructuredText: `backticks` become inline code, the rest stays literal."""
-    parts = text.split("`")
-    if len(parts) % 2 == 0:  # an unmatched backtick is just a character
-        return _escape(text)
-    pieces = []
-    for index, part in enumerate(parts):
-        if index % 2 and part.strip():
-            # Escaped spaces let the literal touch neighbouring characters.
-            pieces.append(f"\\ ``{part}``\\ ")
-        else:
-            pieces.append(_escape(part))
-    return " ".join("".join(pieces).split())
-
-
 def _indent(text: str, spaces: int) -> str:
     return "\n".join((" " * spaces + line) if line else line for line in text.splitlines())
 
@@ -57,7 +37,7 @@ def _option_rst(letter: str, option: Option) -> str:
     return (
         f".. dropdown:: {letter}. {to_rst_inline(option.text)}\n"
         f"   :class-container: quiz-option\n\n"
-        f"   **{_escape(verdict)}** {to_rst_inline(option.why)}\n"
+        f"   **{escape(verdict)}** {to_rst_inline(option.why)}\n"
     )
 
 
@@ -66,7 +46,7 @@ def bank_to_rst(bank: Bank, name: str) -> str:
     blocks = []
     for number, question in enumerate(bank.questions, 1):
         body = [
-            f".. rubric:: {_escape(_('Question %d') % number)}",
+            f".. rubric:: {escape(_('Question %d') % number)}",
             to_rst_inline(question.question),
         ]
         body += [

@@ -1,0 +1,122 @@
+"""The recorded measurement files against the contract, and the contract's own checks."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kernels import measurements
+from kernels.bench import discover
+
+FILES = sorted(measurements.MEASUREMENTS_DIR.glob("*.json"))
+BENCHMARKS = discover()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_recorded_file_follows_the_contract(path: Path) -> None:
+    doc = measurements.validate(json.loads(path.read_text(encoding="utf-8")), str(path))
+    assert doc["benchmark"] == path.stem
+    assert doc["ceiling"]["name"] in {"device copy", "cuBLAS bf16 matmul"}
+    assert "NVIDIA" in doc["environment"]["gpu"], "recorded files come from GPU runs"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_each_benchmark_has_a_recording_of_its_current_spec(name: str) -> None:
+    spec = BENCHMARKS[name]
+    doc = measurements.load(name)
+    assert doc["metric"] == spec.metric
+    assert doc["x_name"] == spec.x_name
+    assert doc["x"] == list(spec.gpu_sizes)
+    assert list(doc["series"]) == ["Triton", "PyTorch", "torch.compile"]
+    expected_ceiling = "device copy" if spec.metric == "GB/s" else "cuBLAS bf16 matmul"
+    assert doc["ceiling"]["name"] == expected_ceiling
+
+
+def test_every_recording_belongs_to_a_benchmark() -> None:
+    assert {path.stem for path in FILES} <= set(BENCHMARKS)
+
+
+def test_worst_fraction_of_ceiling_takes_the_minimum_over_large_sizes() -> None:
+    doc = {
+        "benchmark": "b",
+        "x": [1, 10, 100],
+        "series": {"T": [1.0, 8.0, 9.0]},
+        "ceiling": {"value": 10.0},
+    }
+    assert measurements.worst_fraction_of_ceiling(doc, "T", 10) == pytest.approx(0.8)
+    with pytest.raises(measurements.MeasurementError, match="no size of at least 1000"):
+        measurements.worst_fraction_of_ceiling(doc, "T", 1000)
+
+
+VALID = {
+    "benchmark": "demo",
+    "metric": "GB/s",
+    "x_name": "N",
+    "x": [1, 2],
+    "series": {"Triton": [1.0, 2.0]},
+    "ceiling": {"name": "device copy", "value": 3.0},
+    "environment": {
+        "gpu": "g",
+        "driver": "d",
+        "cuda": "c",
+        "torch": "t",
+        "triton": "tr",
+        "python": "p",
+        "date": "2026-12-02T10:00:00Z",
+        "command": "nox -s docs",
+    },
+}
+
+
+def broken(path: str, value: object) -> dict:
+    doc = copy.deepcopy(VALID)
+    *parents, key = path.split(".")
+    target = doc
+    for parent in parents:
+        target = target[parent]
+    if value is KeyError:
+        del target[key]
+    else:
+        target[key] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (broken("metric", "ms"), "'metric' is 'ms'"),
+        (broken("series", KeyError), "missing key 'series'"),
+        (broken("series.Triton", [1.0]), "series 'Triton' must have one value per x"),
+        (broken("series.Triton", [1.0, float("nan")]), "not a positive number"),
+        (broken("series.Triton", [1.0, -2.0]), "not a positive number"),
+        (broken("x", [2, 1]), "strictly increasing"),
+        (broken("ceiling.value", 0), "'ceiling.value' must be a positive number"),
+        (broken("environment.gpu", KeyError), "'environment.gpu' must be a non-empty string"),
+        (broken("environment.date", "yesterday"), "not an ISO 8601 date"),
+        ([], "the top level must be a JSON object"),
+    ],
+)
+def test_contract_violations_are_named(doc: object, message: str) -> None:
+    with pytest.raises(
+        measurements.MeasurementError,
+        match=r"^somefile\.json: .*" + re.escape(message),
+    ):
+        measurements.validate(doc, "somefile.json")
+
+
+def test_missing_recording_says_how_to_make_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    with pytest.raises(measurements.MeasurementError, match="run `nox -s bench` on a GPU"):
+        measurements.load("vector_add")
+
+
+def test_save_refuses_a_broken_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    with pytest.raises(measurements.MeasurementError):
+        measurements.save(broken("x", []))
+    assert measurements.save(VALID) == tmp_path / "demo.json"
+    assert measurements.load("demo") == VALID

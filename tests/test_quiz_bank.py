@@ -1,0 +1,158 @@
+"""The question banks: the intro bank against the seed, and each kind of malformed bank."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from quiz.bank import QuizBankError, load_bank
+
+ROOT = Path(__file__).resolve().parent.parent
+BANKS = sorted((ROOT / "quiz").glob("*.yaml"))
+SEED = ROOT.parent / "shared" / "seed" / "000_33f2ad8b9079013d.txt"
+
+
+@pytest.mark.parametrize("path", BANKS, ids=lambda p: p.name)
+def test_every_bank_loads(path: Path) -> None:
+    bank = load_bank(path)
+    assert bank.questions
+    for question in bank.questions:
+        assert sum(option.correct for option in question.options) == 1
+
+
+def read_seed_quiz(text: str) -> list[tuple[str, list[str]]]:
+    """The seed's questions: after each 'QUESTION n', the question and its four options."""
+    questions = []
+    for block in re.split(r"^QUESTION \d+$", text, flags=re.MULTILINE)[1:]:
+        lines = [line.strip() for line in block.strip().splitlines() if line.strip()]
+        questions.append((lines[0], lines[1:5]))
+    return questions
+
+
+def test_intro_bank_is_the_seed_word_for_word() -> None:
+    if not SEED.exists():
+        pytest.skip(f"the seed is not beside this checkout ({SEED})")
+    seed = read_seed_quiz(SEED.read_text(encoding="utf-8"))
+    bank = load_bank(ROOT / "quiz" / "intro.yaml")
+    assert len(seed) == len(bank.questions) == 5
+    for (prompt, options), question in zip(seed, bank.questions, strict=True):
+        assert question.question == prompt
+        assert [option.text for option in question.options] == options
+        # The seed gives every right answer second.
+        assert [option.correct for option in question.options] == [False, True, False, False]
+        for option in question.options:
+            assert len(option.why) > 40, option.why
+
+
+def test_intro_options_are_shuffled_stably_and_not_all_alike() -> None:
+    bank = load_bank(ROOT / "quiz" / "intro.yaml")
+    positions = [
+        [option.correct for option in question.shuffled_options()].index(True)
+        for question in bank.questions
+    ]
+    assert len(set(positions)) > 1, positions
+    again = load_bank(ROOT / "quiz" / "intro.yaml")
+    assert positions == [
+        [option.correct for option in question.shuffled_options()].index(True)
+        for question in again.questions
+    ]
+    for question in bank.questions:
+        assert sorted(question.shuffled_options(), key=question.options.index) == list(
+            question.options
+        )
+
+
+GOOD_OPTIONS = """
+      - text: Right.
+        correct: true
+        why: Because it is.
+      - text: Wrong.
+        why: Because it is not.
+"""
+
+MALFORMED = {
+    "no correct option": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        why: Not so.\n      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\): no option is marked 'correct: true'",
+    ),
+    "two correct options": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: true\n        why: So it is.\n"
+        "      - text: B\n        correct: true\n        why: So it is.\n",
+        r"question 'q1' \(#1\): 2 options are marked 'correct: true'",
+    ),
+    "missing option text": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - correct: true\n        why: So it is.\n      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\), option 1: 'text' must be non-empty text",
+    ),
+    "missing why": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: true\n      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\), option 1: 'why' must be non-empty text",
+    ),
+    "missing question text": (
+        "questions:\n  - id: q1\n    options:" + GOOD_OPTIONS,
+        r"question 'q1' \(#1\): 'question' must be non-empty text",
+    ),
+    "unknown question key": (
+        "questions:\n  - id: q1\n    question: Which?\n    hint: none\n    options:" + GOOD_OPTIONS,
+        r"question 'q1' \(#1\): unknown key 'hint'",
+    ),
+    "unknown option key": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: true\n        why: So it is.\n        score: 1\n"
+        "      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\), option 1: unknown key 'score'",
+    ),
+    "unknown top-level key": (
+        "title: Quiz\nquestions:\n  - id: q1\n    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"unknown key 'title'",
+    ),
+    "an id used twice": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:"
+        + GOOD_OPTIONS
+        + "  - id: q1\n    question: Again?\n    options:"
+        + GOOD_OPTIONS,
+        r"question 'q1' \(#2\): the id is used twice",
+    ),
+    "missing id": (
+        "questions:\n  - question: Which?\n    options:" + GOOD_OPTIONS,
+        r"question #1: 'id' must be non-empty text",
+    ),
+    "correct that is not a boolean": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: 'yes'\n        why: So it is.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\), option 1: 'correct' must be true or false",
+    ),
+    "unquoted yes read as a boolean": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: yes\n        correct: true\n        why: So it is.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"option 1: 'text' must be text, but YAML read a boolean here: put it in quotes",
+    ),
+    "one option only": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: true\n        why: So it is.\n",
+        r"question 'q1' \(#1\): 'options' must list at least two options",
+    ),
+    "no questions": ("questions: []\n", r"'questions' must be a non-empty list"),
+    "not YAML": ("questions: [\n", r"not valid YAML"),
+    "not a mapping": ("- just\n- a list\n", r"the bank must be a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_malformed_bank_is_rejected_with_file_and_question(tmp_path: Path, case: str) -> None:
+    text, message = MALFORMED[case]
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(QuizBankError, match=re.escape(str(path)) + ".*" + message):
+        load_bank(path)
+
+
+def test_missing_bank_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(QuizBankError, match=r"nothere\.yaml: cannot read the bank"):
+        load_bank(tmp_path / "nothere.yaml")

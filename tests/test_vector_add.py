@@ -1,0 +1,102 @@
+"""The vector-add kernel against float64 references, and every bad input it must reject."""
+
+import pytest
+import torch
+
+from kernels import vector_add
+from kernels.bench import RELATIVE_TOLERANCE, relative_error
+from kernels.runtime import interpreted, kernel_device
+
+SIZES = [1, 127, 1024, 1025, 98432]
+DEVICE = kernel_device()
+# A device the kernels do not run on: "meta" tensors have a shape and no data.
+OTHER_DEVICE = torch.device("meta") if interpreted() else torch.device("cpu")
+
+
+def random_pair(n: int, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator(device=DEVICE).manual_seed(seed)
+    return vector_add.make_inputs(n, dtype, DEVICE, generator)
+
+
+@pytest.mark.parametrize("dtype", vector_add.SUPPORTED_DTYPES, ids=str)
+@pytest.mark.parametrize("n", SIZES)
+def test_matches_float64_reference(n: int, dtype: torch.dtype) -> None:
+    x, y = random_pair(n, dtype, seed=n)
+    out = vector_add.add(x, y)
+    reference = x.double() + y.double()
+    assert out.dtype == dtype and out.shape == x.shape
+    assert relative_error(out, reference) <= RELATIVE_TOLERANCE[dtype]
+    # The sum of two values is exact in float64, so the result is that sum rounded once
+    # to the dtype: within one unit in the last place (the interpreter truncates bf16).
+    ulp = torch.finfo(dtype).eps * reference.abs().clamp_min(torch.finfo(dtype).tiny)
+    assert torch.all((out.double() - reference).abs() <= ulp)
+
+
+def test_writes_into_out_and_every_element() -> None:
+    x, y = random_pair(3000, torch.float32)
+    out = torch.full_like(x, float("nan"))
+    result = vector_add.add(x, y, out=out)
+    assert result is out
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, x + y)
+
+
+def test_keeps_the_shape_of_a_contiguous_matrix() -> None:
+    x, y = (t.reshape(37, 29) for t in random_pair(37 * 29, torch.float32))
+    torch.testing.assert_close(vector_add.add(x, y), x + y)
+
+
+def test_empty_tensors_give_an_empty_result() -> None:
+    x = torch.empty(0, device=DEVICE)
+    out = vector_add.add(x, x.clone())
+    assert out.shape == (0,) and out.device.type == DEVICE.type
+
+
+def test_rejects_tensors_on_another_device() -> None:
+    x, y = random_pair(16, torch.float32)
+    with pytest.raises(ValueError, match=r"^y is on meta|^y is on cpu"):
+        vector_add.add(x, y.to(OTHER_DEVICE))
+    with pytest.raises(ValueError, match=r"^x is on"):
+        vector_add.add(x.to(OTHER_DEVICE), y.to(OTHER_DEVICE))
+
+
+def test_rejects_dtypes_that_differ() -> None:
+    x, y = random_pair(16, torch.float32)
+    with pytest.raises(TypeError, match=r"x is float32 but y is float16"):
+        vector_add.add(x, y.half())
+
+
+def test_rejects_unsupported_dtype() -> None:
+    x = torch.arange(16, device=DEVICE)
+    with pytest.raises(
+        TypeError, match=r"x has dtype int64; this kernel takes float16, bfloat16, float32"
+    ):
+        vector_add.add(x, x)
+
+
+def test_rejects_shapes_that_differ() -> None:
+    x, _ = random_pair(16, torch.float32)
+    with pytest.raises(ValueError, match=r"x has shape \(16,\) but y has shape \(4, 4\)"):
+        vector_add.add(x, x.reshape(4, 4))
+
+
+def test_rejects_a_non_contiguous_input() -> None:
+    x, y = random_pair(64, torch.float32)
+    with pytest.raises(ValueError, match=r"x is not contiguous"):
+        vector_add.add(x[::2], y[::2])
+    with pytest.raises(ValueError, match=r"y is not contiguous"):
+        vector_add.add(x[:32], y[::2])
+
+
+def test_rejects_a_mismatched_out() -> None:
+    x, y = random_pair(16, torch.float32)
+    with pytest.raises(ValueError, match=r"x has shape \(16,\) but out has shape \(8,\)"):
+        vector_add.add(x, y, out=torch.empty(8, device=DEVICE))
+    with pytest.raises(TypeError, match=r"x is float32 but out is bfloat16"):
+        vector_add.add(x, y, out=torch.empty(16, device=DEVICE, dtype=torch.bfloat16))
+
+
+def test_rejects_something_that_is_not_a_tensor() -> None:
+    x, _ = random_pair(4, torch.float32)
+    with pytest.raises(TypeError, match=r"y must be a torch.Tensor, got list"):
+        vector_add.add(x, [1.0, 2.0, 3.0, 4.0])
