@@ -45,6 +45,9 @@ gettext_compact = False
 
 html_theme = "pydata_sphinx_theme"
 html_title = project
+# The navigation bar lists the sections; without a left sidebar the code and figures
+# get the width they need.
+html_sidebars = {"**": []}
 html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,

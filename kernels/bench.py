@@ -75,9 +75,8 @@ class CheckResult:
     def __str__(self) -> str:
         dtype = str(self.dtype).removeprefix("torch.")
         return (
-            f"{self.benchmark} [{self.provider}] at {self.size:,} elements ({dtype}): "
-            f"||out - ref|| / ||ref|| = {self.relative_error:.1e} "
-            f"(float64 reference, tolerance {self.tolerance:.0e}): OK"
+            f"{self.provider} {self.benchmark}, {self.size:,} elements, {dtype}: "
+            f"relative error {self.relative_error:.1e} <= {self.tolerance:.0e}: OK"
         )
 
 
