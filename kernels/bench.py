@@ -12,11 +12,12 @@ recorded files without building the site.
 """
 
 import argparse
+import functools
 import importlib
 import math
 import pkgutil
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -35,14 +36,22 @@ WARMUP_MS = 25
 REP_MS = 100
 
 
+Output = torch.Tensor | tuple[torch.Tensor, ...]
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """What a kernel module tells the harness about its benchmark.
+    """What a kernel module tells the harness about one benchmark.
 
     ``make_inputs(size, dtype, device, generator)`` returns the positional inputs of one
     call; ``triton`` and ``torch_eager`` take them and return the output; ``work(size,
     dtype)`` is the bytes (``GB/s``) or floating-point operations (``TFLOP/s``) that one
-    call needs at least.
+    call needs at least. ``reference`` (default ``torch_eager``) is evaluated on float64
+    copies of the inputs to check every provider.
+
+    A *backward* benchmark names in ``grad_inputs`` the inputs that receive gradients;
+    its last input is then the gradient of the output. The check compares those
+    gradients, and only the backward pass is timed.
     """
 
     name: str
@@ -52,9 +61,24 @@ class BenchmarkSpec:
     gpu_sizes: Sequence[int]
     interpreter_sizes: Sequence[int]
     make_inputs: Callable[..., tuple[torch.Tensor, ...]]
-    triton: Callable[..., torch.Tensor]
-    torch_eager: Callable[..., torch.Tensor]
+    triton: Callable[..., Output]
+    torch_eager: Callable[..., Output]
     work: Callable[[int, torch.dtype], float]
+    reference: Callable[..., Output] | None = None
+    grad_inputs: tuple[int, ...] = ()
+    # False for random operations, whose baselines draw other random numbers.
+    check_baselines: bool = True
+    # A training step ``step(provider, inputs)`` whose peak GPU memory is recorded.
+    peak_memory_step: Callable[[Callable[..., Output], tuple[torch.Tensor, ...]], None] | None = (
+        None
+    )
+    # Extra keys for the measurement file, such as the fixed dimensions of the inputs.
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def backward(self) -> bool:
+        """Whether this benchmark times a backward pass."""
+        return bool(self.grad_inputs)
 
 
 class CorrectnessError(AssertionError):
@@ -80,14 +104,45 @@ class CheckResult:
         )
 
 
-def relative_error(out: torch.Tensor, reference: torch.Tensor) -> float:
-    """``||out - ref|| / ||ref||`` in float64; infinite if ``out`` holds NaN or infinity."""
-    out64 = out.double()
-    if not torch.isfinite(out64).all():
-        return math.inf
-    ref_norm = torch.linalg.vector_norm(reference).item()
-    err_norm = torch.linalg.vector_norm(out64 - reference).item()
-    return err_norm / ref_norm if ref_norm > 0 else err_norm
+def relative_error(out: Output, reference: Output) -> float:
+    """``||out - ref|| / ||ref||`` in float64, the worst over the tensors of a tuple;
+    infinite if ``out`` holds NaN or infinity."""
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = reference if isinstance(reference, tuple) else (reference,)
+    if len(outs) != len(refs):
+        raise ValueError(f"{len(outs)} outputs against {len(refs)} references")
+    worst = 0.0
+    for one, ref in zip(outs, refs, strict=True):
+        one64, ref64 = one.double(), ref.double()
+        if not torch.isfinite(one64).all():
+            return math.inf
+        ref_norm = torch.linalg.vector_norm(ref64).item()
+        err_norm = torch.linalg.vector_norm(one64 - ref64).item()
+        worst = max(worst, err_norm / ref_norm if ref_norm > 0 else err_norm)
+    return worst
+
+
+def _float64(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.double() if tensor.is_floating_point() else tensor
+
+
+def _with_grads(spec: BenchmarkSpec, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    return [
+        t.detach().requires_grad_() if i in spec.grad_inputs else t for i, t in enumerate(inputs)
+    ]
+
+
+def evaluate(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> Output:
+    """What the check compares: ``fn``'s output, or for a backward benchmark the gradients
+    of the ``grad_inputs`` after back-propagating the last input through ``fn``."""
+    if not spec.backward:
+        return fn(*inputs)
+    *args, grad_output = inputs
+    args = _with_grads(spec, args)
+    fn(*args).backward(grad_output)
+    return tuple(args[i].grad for i in spec.grad_inputs)
 
 
 def _poison_free_memory(like: torch.Tensor) -> None:
@@ -107,7 +162,8 @@ def check(
     seed: int = 0,
 ) -> CheckResult:
     """Run ``provider`` (the Triton launcher by default) on random inputs of ``size`` and
-    compare with the PyTorch reference evaluated in float64 on the same device.
+    compare with the reference evaluated in float64 on the same device (for a backward
+    benchmark, compare the gradients).
 
     Raises :class:`CorrectnessError` if the relative error exceeds the dtype's tolerance.
     """
@@ -116,8 +172,8 @@ def check(
     generator = torch.Generator(device=device).manual_seed(seed)
     inputs = spec.make_inputs(size, dtype, device, generator)
     _poison_free_memory(inputs[0])
-    out = (provider or spec.triton)(*inputs)
-    reference = spec.torch_eager(*(t.double() for t in inputs))
+    out = evaluate(spec, provider or spec.triton, inputs)
+    reference = evaluate(spec, spec.reference or spec.torch_eager, [_float64(t) for t in inputs])
     error = relative_error(out, reference)
     tolerance = RELATIVE_TOLERANCE[dtype]
     if not error <= tolerance:
@@ -128,11 +184,46 @@ def check(
     return CheckResult(spec.name, provider_name, size, dtype, error, tolerance)
 
 
-def time_ms(fn: Callable[[], Any]) -> float:
-    """Median time of ``fn`` in milliseconds, L2 flushed before each run (GPU only)."""
+def time_ms(fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()) -> float:
+    """Median time of ``fn`` in milliseconds, L2 flushed before each run (GPU only).
+
+    ``grad_to_none``: tensors whose ``.grad`` is cleared before each run, so that a timed
+    backward pass writes fresh gradients instead of adding to old ones.
+    """
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median"))
+    ms = triton.testing.do_bench(
+        fn,
+        warmup=WARMUP_MS,
+        rep=REP_MS,
+        grad_to_none=list(grad_to_none) or None,
+        return_mode="median",
+    )
+    return float(ms)
+
+
+def _timed_call(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> tuple[Callable[[], Any], list[torch.Tensor]]:
+    """What to time for one provider, and the tensors whose gradients to clear."""
+    if not spec.backward:
+        return (lambda: fn(*inputs)), []
+    *args, grad_output = inputs
+    args = _with_grads(spec, args)
+    # The forward pass runs once, outside the timing; each timed run is one backward.
+    out = fn(*args)
+    leaves = [args[i] for i in spec.grad_inputs]
+    return (lambda: out.backward(grad_output, retain_graph=True)), leaves
+
+
+def peak_memory_mb(step: Callable[[], None]) -> float:
+    """Peak GPU memory that ``step`` allocates beyond what is already allocated, in MB."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    step()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 1e6
 
 
 def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
@@ -169,6 +260,7 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
     device = kernel_device()
     series: dict[str, list[float]] = {"Triton": [], "PyTorch": [], "torch.compile": []}
+    peak_memory: dict[str, list[float]] = {name: [] for name in series}
     worst_error = 0.0
     for size in spec.gpu_sizes:
         providers = {
@@ -177,14 +269,22 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             "torch.compile": _compiled_for_one_shape(spec.torch_eager),
         }
         for name, fn in providers.items():
+            if name != "Triton" and not spec.check_baselines:
+                continue
             # Fresh random inputs for every check: a fast version must be right on any input.
             result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
             worst_error = max(worst_error, result.relative_error)
         generator = torch.Generator(device=device).manual_seed(size)
         inputs = spec.make_inputs(size, spec.dtype, device, generator)
         for name, fn in providers.items():
-            ms = time_ms(lambda fn=fn, inputs=inputs: fn(*inputs))
-            series[name].append(_rate(spec, size, ms))
+            call, leaves = _timed_call(spec, fn, inputs)
+            series[name].append(_rate(spec, size, time_ms(call, leaves)))
+            del call, leaves
+            if spec.peak_memory_step is not None:
+                step = functools.partial(spec.peak_memory_step, fn, inputs)
+                peak_memory[name].append(peak_memory_mb(step))
+        del inputs
+        torch.cuda.empty_cache()
         print(
             f"{spec.name} {spec.x_name}={size:>11,}: "
             + "  ".join(f"{n} {v[-1]:9.1f}" for n, v in series.items())
@@ -192,7 +292,7 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             flush=True,
         )
     ceiling = copy_ceiling() if spec.metric == "GB/s" else matmul_ceiling()
-    return {
+    doc: dict[str, Any] = {
         "benchmark": spec.name,
         "metric": spec.metric,
         "x_name": spec.x_name,
@@ -200,6 +300,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
         "series": series,
         "ceiling": ceiling,
         "dtype": str(spec.dtype).removeprefix("torch."),
+        **spec.details,
+        "pass": "backward" if spec.backward else "forward",
         "timing": {
             "function": "triton.testing.do_bench",
             "statistic": "median",
@@ -207,9 +309,16 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             "rep_ms": REP_MS,
             "l2_flushed": True,
         },
-        "check": {"reference": "float64", "worst_relative_error": worst_error},
+        "check": {
+            "reference": "float64",
+            "providers": list(series) if spec.check_baselines else ["Triton"],
+            "worst_relative_error": worst_error,
+        },
         "environment": provenance.capture(),
     }
+    if spec.peak_memory_step is not None:
+        doc["peak_memory_mb"] = peak_memory
+    return doc
 
 
 @dataclass(frozen=True)
@@ -235,15 +344,17 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
 
 
 def discover() -> dict[str, BenchmarkSpec]:
-    """Every ``BENCHMARK`` that a module of the :mod:`kernels` package defines, by name."""
+    """Every :class:`BenchmarkSpec` defined at the top level of a :mod:`kernels` module."""
     import kernels
 
     found: dict[str, BenchmarkSpec] = {}
     for module_info in pkgutil.iter_modules(kernels.__path__):
         module = importlib.import_module(f"kernels.{module_info.name}")
-        spec = getattr(module, "BENCHMARK", None)
-        if isinstance(spec, BenchmarkSpec):
-            found[spec.name] = spec
+        for value in vars(module).values():
+            if isinstance(value, BenchmarkSpec):
+                if found.get(value.name, value) is not value:
+                    raise ValueError(f"two benchmarks are named {value.name!r}")
+                found[value.name] = value
     return dict(sorted(found.items()))
 
 
