@@ -91,6 +91,7 @@ class CheckResult:
 
     benchmark: str
     provider: str
+    x_name: str
     size: int
     dtype: torch.dtype
     relative_error: float
@@ -99,7 +100,7 @@ class CheckResult:
     def __str__(self) -> str:
         dtype = str(self.dtype).removeprefix("torch.")
         return (
-            f"{self.provider} {self.benchmark}, {self.size:,} elements, {dtype}: "
+            f"{self.provider} {self.benchmark}, {self.x_name}={self.size:,}, {dtype}: "
             f"relative error {self.relative_error:.1e} <= {self.tolerance:.0e}: OK"
         )
 
@@ -178,10 +179,10 @@ def check(
     tolerance = RELATIVE_TOLERANCE[dtype]
     if not error <= tolerance:
         raise CorrectnessError(
-            f"{spec.name} [{provider_name}] at {size:,} elements ({dtype}): relative error "
+            f"{spec.name} [{provider_name}] at {spec.x_name}={size:,} ({dtype}): relative error "
             f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference"
         )
-    return CheckResult(spec.name, provider_name, size, dtype, error, tolerance)
+    return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, tolerance)
 
 
 def time_ms(fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()) -> float:

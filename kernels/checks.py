@@ -60,3 +60,26 @@ def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch
         raise ValueError(
             f"{a} has shape {tuple(first.shape)} but {b} has shape {tuple(second.shape)}"
         )
+
+
+def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+    """Check a tensor that a row-wise kernel reads: as :func:`check_tensor`, with at least
+    one dimension and a non-empty last dimension (the row)."""
+    tensor = check_tensor(name, value, dtypes)
+    if tensor.dim() == 0 or tensor.shape[-1] == 0:
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it needs rows of at least one value")
+    return tensor
+
+
+def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
+    """Check a per-column parameter (a weight or a bias) of a row-wise kernel on ``like``."""
+    if isinstance(value, torch.Tensor) and value.dtype != like.dtype:
+        raise TypeError(
+            f"{name} is {str(value.dtype).removeprefix('torch.')} but the input is "
+            f"{str(like.dtype).removeprefix('torch.')}: cast one of them"
+        )
+    tensor = check_tensor(name, value, (like.dtype,))
+    n_cols = like.shape[-1]
+    if tuple(tensor.shape) != (n_cols,):
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be ({n_cols},), one per column")
+    return tensor

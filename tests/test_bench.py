@@ -18,7 +18,7 @@ cpu_path = pytest.mark.skipif(not interpreted(), reason="covers the path taken w
 def test_check_passes_the_kernel_and_reports_its_error() -> None:
     result = bench.check(vector_add.BENCHMARK, 1025)
     assert result.relative_error <= result.tolerance == bench.RELATIVE_TOLERANCE[torch.float32]
-    assert str(result).startswith("Triton vector_add, 1,025 elements, float32: relative error")
+    assert str(result).startswith("Triton vector_add, N=1,025, float32: relative error")
     assert str(result).endswith("OK")
 
 
@@ -26,7 +26,7 @@ def test_check_catches_a_wrong_provider() -> None:
     def off_by_a_bit(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return vector_add.add(x, y) * 1.001
 
-    with pytest.raises(bench.CorrectnessError, match=r"\[wrong\] at 1,025 elements"):
+    with pytest.raises(bench.CorrectnessError, match=r"\[wrong\] at N=1,025"):
         bench.check(vector_add.BENCHMARK, 1025, off_by_a_bit, provider_name="wrong")
 
 

@@ -1,0 +1,37 @@
+"""Small decisions shared by the row-wise launchers: accumulator type, tile size, warps."""
+
+import torch
+import triton
+import triton.language as tl
+
+# Every float dtype a row-wise kernel takes; float64 is there for gradcheck.
+ROW_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def accumulator(dtype: torch.dtype) -> tl.dtype:
+    """The type to reduce in: float32 for half and single precision, float64 for double."""
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def row_block(n_cols: int) -> int:
+    """The smallest power of two that holds a row of ``n_cols`` (tl.arange needs a power of two)."""
+    return triton.next_power_of_2(n_cols)
+
+
+def warps_for(block: int) -> int:
+    """Warps for a program that holds ``block`` values: about 32 values per thread, 4 to 32 warps."""
+    return min(32, max(4, block // 1024))
+
+
+def as_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a (rows, last dimension) matrix; a view, since the launchers take contiguous input."""
+    return x.reshape(-1, x.shape[-1])
+
+
+# Triton's interpreter runs every program in Python: checks on the CPU use a few rows.
+INTERPRETER_ROWS = 7
+
+
+def benchmark_rows(device: torch.device, gpu_rows: int) -> int:
+    """How many rows a benchmark's inputs have: ``gpu_rows`` on a GPU, a handful otherwise."""
+    return gpu_rows if device.type == "cuda" else INTERPRETER_ROWS

@@ -1,0 +1,235 @@
+"""LayerNorm, forward and backward, wired into autograd.
+
+``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`` over the last dimension.
+The forward kernel reads each row once, writes it once and keeps two numbers per row
+(the mean and the inverse standard deviation) for the backward pass. The backward
+kernel reads ``x`` and ``dy`` once, writes ``dx``, and sums the weight and bias
+gradients over rows in registers: each program keeps a partial sum over the rows it
+handles, and a second, small kernel adds up the partial sums.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.bench import BenchmarkSpec
+from kernels.checks import check_parameter, check_rows
+from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+
+# Rows are held whole in registers, with several row-sized values at once in the
+# backward pass; past this length they would spill.
+MAX_COLS = 16384
+
+
+@triton.jit
+def layer_norm_forward_kernel(
+    x_ptr, weight_ptr, bias_ptr, out_ptr, mean_ptr, rstd_ptr, n_cols, eps,
+    ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    mean = tl.sum(x, axis=0) / n_cols
+    # Padding lanes must not add (0 - mean)**2 to the variance.
+    centred = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+    weight = tl.load(weight_ptr + cols, mask=mask).to(ACC)
+    bias = tl.load(bias_ptr + cols, mask=mask).to(ACC)
+    y = centred * rstd * weight + bias
+    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # Two numbers per row are all the backward pass needs besides x.
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
+def layer_norm_backward_kernel(
+    dy_ptr, x_ptr, weight_ptr, mean_ptr, rstd_ptr, dx_ptr, partial_dw_ptr, partial_db_ptr,
+    n_rows, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+):
+    # A fixed number of programs, each striding over the rows, so that each keeps one
+    # partial sum of dweight and dbias in registers instead of writing one per row.
+    program = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(ACC)
+    dweight = tl.zeros((BLOCK_SIZE,), ACC)
+    dbias = tl.zeros((BLOCK_SIZE,), ACC)
+    for row in range(program, n_rows, tl.num_programs(0)):
+        offsets = tl.cast(row, tl.int64) * n_cols + cols
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        mean = tl.load(mean_ptr + row)
+        rstd = tl.load(rstd_ptr + row)
+        x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
+        weighted_dy = dy * weight
+        # dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat))
+        c_hat = tl.sum(x_hat * weighted_dy, axis=0) / n_cols
+        c_dy = tl.sum(weighted_dy, axis=0) / n_cols
+        dx = (weighted_dy - (x_hat * c_hat + c_dy)) * rstd
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dweight += dy * x_hat
+        dbias += dy
+    tl.store(partial_dw_ptr + program * n_cols + cols, dweight, mask=mask)
+    tl.store(partial_db_ptr + program * n_cols + cols, dbias, mask=mask)
+
+
+@triton.jit
+def column_sum_kernel(partial_ptr, out_ptr, n_partials, n_cols, BLOCK_COLS: tl.constexpr):
+    # Add up the partial sums of one tile of columns, over every program's row of partials.
+    cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    mask = cols < n_cols
+    total = tl.zeros((BLOCK_COLS,), partial_ptr.dtype.element_ty)
+    for partial in range(n_partials):
+        total += tl.load(partial_ptr + partial * n_cols + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _partial_count(n_rows: int, num_warps: int, device: torch.device) -> int:
+    # Enough programs to fill every multiprocessor with warps, and no more than rows.
+    if device.type == "cuda":
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        return max(1, min(n_rows, sms * max(1, 64 // num_warps)))
+    return max(1, min(n_rows, 4))
+
+
+def _forward(x, weight, bias, eps):
+    rows = as_rows(x)
+    n_rows, n_cols = rows.shape
+    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    out = torch.empty_like(rows)
+    mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    if n_rows:
+        block = row_block(n_cols)
+        layer_norm_forward_kernel[(n_rows,)](
+            rows, weight, bias, out, mean, rstd, n_cols, eps,
+            ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=warps_for(block),
+        )
+    return out.view_as(x), mean, rstd
+
+
+def _backward(dy, x, weight, mean, rstd):
+    rows, grad_rows = as_rows(x), as_rows(dy)
+    n_rows, n_cols = rows.shape
+    dx = torch.empty_like(rows)
+    block = row_block(n_cols)
+    num_warps = warps_for(block)
+    n_partials = _partial_count(n_rows, num_warps, x.device)
+    partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=x.device)
+    partial_db = torch.empty_like(partial_dw)
+    dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
+    if n_rows == 0:
+        return dx.view_as(x), dweight.zero_(), dbias.zero_()
+    layer_norm_backward_kernel[(n_partials,)](
+        grad_rows, rows, weight, mean, rstd, dx, partial_dw, partial_db, n_rows, n_cols,
+        ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=num_warps,
+    )
+    block_cols = 256
+    grid = (triton.cdiv(n_cols, block_cols),)
+    column_sum_kernel[grid](partial_dw, dweight, n_partials, n_cols, BLOCK_COLS=block_cols)
+    column_sum_kernel[grid](partial_db, dbias, n_partials, n_cols, BLOCK_COLS=block_cols)
+    return dx.view_as(x), dweight, dbias
+
+
+class LayerNormFunction(torch.autograd.Function):
+    """Autograd wiring: the forward kernel, and the backward kernels for its gradients."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = _forward(x, weight, bias, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = _backward(dy.contiguous(), x, weight, mean, rstd)
+        return dx, dweight, dbias, None
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm of ``x`` over its last dimension, differentiable through Triton kernels.
+
+    ``x``: contiguous float tensor on the Triton device, rows of at most 16384 values;
+    ``weight`` and ``bias``: one value per column, of ``x``'s dtype; ``eps``: added to
+    the variance.
+    """
+    check_rows("x", x, ROW_DTYPES)
+    check_parameter("weight", weight, x)
+    check_parameter("bias", bias, x)
+    if x.shape[-1] > MAX_COLS:
+        raise ValueError(f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}")
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    return LayerNormFunction.apply(x, weight, bias, eps)
+
+
+def torch_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """PyTorch's ``torch.nn.functional.layer_norm``."""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+ROWS = 16384
+
+
+def make_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Activations of ROWS tokens by ``n_cols`` features, a weight near one, a small bias."""
+    rows = benchmark_rows(device, ROWS)
+    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    bias = 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    return x, weight, bias
+
+
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """The forward inputs, and a random gradient of the output."""
+    x, weight, bias = make_inputs(n_cols, dtype, device, generator)
+    return x, weight, bias, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def forward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, the weight and the bias once; write y once."""
+    return (2 * ROWS + 2) * n_cols * dtype.itemsize
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, dy and the weight, write dx, dweight and dbias (the row statistics are small)."""
+    return (3 * ROWS + 3) * n_cols * dtype.itemsize
+
+
+SIZES = tuple(2**p for p in range(9, 15))
+
+BENCHMARK = BenchmarkSpec(
+    name="layer_norm",
+    metric="GB/s",
+    x_name="N",
+    dtype=torch.bfloat16,
+    gpu_sizes=SIZES,
+    interpreter_sizes=(3, 781, 2048),
+    make_inputs=make_inputs,
+    triton=layer_norm,
+    torch_eager=torch_layer_norm,
+    work=forward_bytes,
+    details={"rows": ROWS},
+)
+
+BACKWARD_BENCHMARK = BenchmarkSpec(
+    name="layer_norm_backward",
+    metric="GB/s",
+    x_name="N",
+    dtype=torch.bfloat16,
+    gpu_sizes=SIZES,
+    interpreter_sizes=(3, 781, 2048),
+    make_inputs=make_backward_inputs,
+    triton=layer_norm,
+    torch_eager=torch_layer_norm,
+    work=backward_bytes,
+    grad_inputs=(0, 1, 2),
+    details={"rows": ROWS},
+)

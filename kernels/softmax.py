@@ -1,0 +1,124 @@
+"""Fused softmax over the last dimension: one read of the input, one write of the output.
+
+``softmax(x)_i = exp(x_i - max(x)) / sum_j exp(x_j - max(x))``. PyTorch's eager
+composition of the formula makes a pass over memory for each step (max, subtract and
+exponentiate, sum, divide); the fused kernel keeps a whole row in registers and touches
+memory twice: it reads the row once and writes the result once.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.bench import BenchmarkSpec
+from kernels.checks import check_rows
+from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+
+# Rows up to this length are held whole in one program's registers (a 64K-value row of
+# bfloat16 is 128 KiB); longer rows take the two-pass kernel below.
+MAX_FUSED_COLS = 65536
+LOOP_BLOCK = 8192
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # One program per row; the row fits in one tile of BLOCK_SIZE >= n_cols values.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    # Padding lanes read -inf, so they neither win the max nor add to the sum.
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(ACC)
+    # Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
+    numerator = tl.exp(x - tl.max(x, axis=0))
+    denominator = tl.sum(numerator, axis=0)
+    y = numerator / denominator
+    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # For rows too long for registers: a first pass keeps a running maximum and a sum
+    # rescaled whenever the maximum grows ("online softmax"); a second pass writes.
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = x_ptr + row * n_cols
+    cols = tl.arange(0, BLOCK_SIZE)
+    running_max = tl.full((), -float("inf"), ACC)
+    running_sum = tl.full((), 0.0, ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = start + cols < n_cols
+        x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
+        new_max = tl.maximum(running_max, tl.max(x, axis=0))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+        running_max = new_max
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = start + cols < n_cols
+        x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
+        y = tl.exp(x - running_max) / running_sum
+        tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``x`` over its last dimension, by :func:`softmax_kernel`.
+
+    ``x``: a contiguous float tensor (float16, bfloat16, float32 or float64) on the
+    device Triton runs on, with a non-empty last dimension.
+    """
+    check_rows("x", x, ROW_DTYPES)
+    rows = as_rows(x)
+    out = torch.empty_like(rows)
+    n_rows, n_cols = rows.shape
+    if n_rows == 0:
+        return out.view_as(x)
+    if n_cols <= MAX_FUSED_COLS:
+        block = row_block(n_cols)
+        softmax_kernel[(n_rows,)](
+            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=warps_for(block)
+        )
+    else:
+        softmax_looped_kernel[(n_rows,)](
+            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=LOOP_BLOCK, num_warps=8
+        )
+    return out.view_as(x)
+
+
+def torch_softmax(x: torch.Tensor) -> torch.Tensor:
+    """PyTorch's softmax over the last dimension (one library kernel in eager mode)."""
+    return torch.softmax(x, dim=-1)
+
+
+def naive_softmax(x: torch.Tensor) -> torch.Tensor:
+    """The formula written out in PyTorch, one operation (and one pass over memory) per step."""
+    shifted = x - x.max(dim=-1, keepdim=True).values
+    numerator = torch.exp(shifted)
+    return numerator / numerator.sum(dim=-1, keepdim=True)
+
+
+ROWS = 4096
+
+
+def make_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor]:
+    """A (ROWS, n_cols) matrix of random logits (fewer rows in the interpreter)."""
+    rows = benchmark_rows(device, ROWS)
+    return (torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator),)
+
+
+def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
+    """Read the matrix once and write it once."""
+    return 2 * ROWS * n_cols * dtype.itemsize
+
+
+BENCHMARK = BenchmarkSpec(
+    name="softmax",
+    metric="GB/s",
+    x_name="N",
+    dtype=torch.bfloat16,
+    gpu_sizes=tuple(2**p for p in range(8, 17)),
+    interpreter_sizes=(1, 781, 2048),
+    make_inputs=make_inputs,
+    triton=softmax,
+    torch_eager=torch_softmax,
+    work=bytes_moved,
+    details={"rows": ROWS},
+)
