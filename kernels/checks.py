@@ -67,7 +67,9 @@ def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch
     one dimension and a non-empty last dimension (the row)."""
     tensor = check_tensor(name, value, dtypes)
     if tensor.dim() == 0 or tensor.shape[-1] == 0:
-        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it needs rows of at least one value")
+        raise ValueError(
+            f"{name} has shape {tuple(tensor.shape)}; it needs rows of at least one value"
+        )
     return tensor
 
 
@@ -81,5 +83,7 @@ def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tenso
     tensor = check_tensor(name, value, (like.dtype,))
     n_cols = like.shape[-1]
     if tuple(tensor.shape) != (n_cols,):
-        raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be ({n_cols},), one per column")
+        raise ValueError(
+            f"{name} has shape {tuple(tensor.shape)}; it must be ({n_cols},), one per column"
+        )
     return tensor

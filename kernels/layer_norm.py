@@ -23,8 +23,16 @@ MAX_COLS = 16384
 
 @triton.jit
 def layer_norm_forward_kernel(
-    x_ptr, weight_ptr, bias_ptr, out_ptr, mean_ptr, rstd_ptr, n_cols, eps,
-    ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+    x_ptr,
+    weight_ptr,
+    bias_ptr,
+    out_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
@@ -45,8 +53,18 @@ def layer_norm_forward_kernel(
 
 @triton.jit
 def layer_norm_backward_kernel(
-    dy_ptr, x_ptr, weight_ptr, mean_ptr, rstd_ptr, dx_ptr, partial_dw_ptr, partial_db_ptr,
-    n_rows, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dx_ptr,
+    partial_dw_ptr,
+    partial_db_ptr,
+    n_rows,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
 ):
     # A fixed number of programs, each striding over the rows, so that each keeps one
     # partial sum of dweight and dbias in registers instead of writing one per row.
@@ -104,8 +122,17 @@ def _forward(x, weight, bias, eps):
     if n_rows:
         block = row_block(n_cols)
         layer_norm_forward_kernel[(n_rows,)](
-            rows, weight, bias, out, mean, rstd, n_cols, eps,
-            ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=warps_for(block),
+            rows,
+            weight,
+            bias,
+            out,
+            mean,
+            rstd,
+            n_cols,
+            eps,
+            ACC=accumulator(x.dtype),
+            BLOCK_SIZE=block,
+            num_warps=warps_for(block),
         )
     return out.view_as(x), mean, rstd
 
@@ -123,8 +150,19 @@ def _backward(dy, x, weight, mean, rstd):
     if n_rows == 0:
         return dx.view_as(x), dweight.zero_(), dbias.zero_()
     layer_norm_backward_kernel[(n_partials,)](
-        grad_rows, rows, weight, mean, rstd, dx, partial_dw, partial_db, n_rows, n_cols,
-        ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=num_warps,
+        grad_rows,
+        rows,
+        weight,
+        mean,
+        rstd,
+        dx,
+        partial_dw,
+        partial_db,
+        n_rows,
+        n_cols,
+        ACC=accumulator(x.dtype),
+        BLOCK_SIZE=block,
+        num_warps=num_warps,
     )
     block_cols = 256
     grid = (triton.cdiv(n_cols, block_cols),)
@@ -149,7 +187,9 @@ class LayerNormFunction(torch.autograd.Function):
         return dx, dweight, dbias, None
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
     """LayerNorm of ``x`` over its last dimension, differentiable through Triton kernels.
 
     ``x``: contiguous float tensor on the Triton device, rows of at most 16384 values;
@@ -160,13 +200,17 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     check_parameter("weight", weight, x)
     check_parameter("bias", bias, x)
     if x.shape[-1] > MAX_COLS:
-        raise ValueError(f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}")
+        raise ValueError(
+            f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}"
+        )
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps}")
     return LayerNormFunction.apply(x, weight, bias, eps)
 
 
-def torch_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def torch_layer_norm(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
     """PyTorch's ``torch.nn.functional.layer_norm``."""
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 

@@ -18,7 +18,9 @@ MAX_COLS = 65536
 
 
 @triton.jit
-def rms_norm_kernel(x_ptr, weight_ptr, out_ptr, n_cols, eps, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+def rms_norm_kernel(
+    x_ptr, weight_ptr, out_ptr, n_cols, eps, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr
+):
     # One program per row, the whole row in registers.
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
@@ -41,7 +43,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     check_rows("x", x, ROW_DTYPES)
     check_parameter("weight", weight, x)
     if x.shape[-1] > MAX_COLS:
-        raise ValueError(f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}")
+        raise ValueError(
+            f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}"
+        )
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps}")
     rows = as_rows(x)
@@ -50,8 +54,14 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     if n_rows:
         block = row_block(n_cols)
         rms_norm_kernel[(n_rows,)](
-            rows, weight, out, n_cols, eps,
-            ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=warps_for(block),
+            rows,
+            weight,
+            out,
+            n_cols,
+            eps,
+            ACC=accumulator(x.dtype),
+            BLOCK_SIZE=block,
+            num_warps=warps_for(block),
         )
     return out.view_as(x)
 

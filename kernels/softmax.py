@@ -48,7 +48,9 @@ def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE:
         mask = start + cols < n_cols
         x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
         new_max = tl.maximum(running_max, tl.max(x, axis=0))
-        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), axis=0)
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(
+            tl.exp(x - new_max), axis=0
+        )
         running_max = new_max
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = start + cols < n_cols
@@ -72,7 +74,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     if n_cols <= MAX_FUSED_COLS:
         block = row_block(n_cols)
         softmax_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=block, num_warps=warps_for(block)
+            rows,
+            out,
+            n_cols,
+            ACC=accumulator(x.dtype),
+            BLOCK_SIZE=block,
+            num_warps=warps_for(block),
         )
     else:
         softmax_looped_kernel[(n_rows,)](
