@@ -19,12 +19,12 @@ def row_block(n_cols: int) -> int:
 
 
 def warps_for(block: int) -> int:
-    """Warps for a program that holds ``block`` values: about 32 values per thread, 4 to 32 warps."""
+    """Warps for a program holding ``block`` values: about 32 per thread, 4 to 32 warps."""
     return min(32, max(4, block // 1024))
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:
-    """``x`` as a (rows, last dimension) matrix; a view, since the launchers take contiguous input."""
+    """``x`` as a (rows, last dimension) matrix: a view, as launchers take contiguous input."""
     return x.reshape(-1, x.shape[-1])
 
 
@@ -35,3 +35,14 @@ INTERPRETER_ROWS = 7
 def benchmark_rows(device: torch.device, gpu_rows: int) -> int:
     """How many rows a benchmark's inputs have: ``gpu_rows`` on a GPU, a handful otherwise."""
     return gpu_rows if device.type == "cuda" else INTERPRETER_ROWS
+
+
+def resident_programs(
+    n_work: int, num_warps: int, device: torch.device, per_sm_warps: int = 32
+) -> int:
+    """How many programs a persistent kernel launches: enough to give every multiprocessor
+    ``per_sm_warps`` warps, and no more than there are rows (or tiles) of work."""
+    if device.type != "cuda":
+        return max(1, min(n_work, 4))
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(n_work, sms * max(1, per_sm_warps // num_warps)))

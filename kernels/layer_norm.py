@@ -14,7 +14,15 @@ import triton.language as tl
 
 from kernels.bench import BenchmarkSpec
 from kernels.checks import check_parameter, check_rows
-from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+from kernels.launch import (
+    ROW_DTYPES,
+    accumulator,
+    as_rows,
+    benchmark_rows,
+    resident_programs,
+    row_block,
+    warps_for,
+)
 
 # Rows are held whole in registers, with several row-sized values at once in the
 # backward pass; past this length they would spill.
@@ -65,51 +73,60 @@ def layer_norm_backward_kernel(
     n_cols,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ROWS_PER_TILE: tl.constexpr,
 ):
-    # A fixed number of programs, each striding over the rows, so that each keeps one
-    # partial sum of dweight and dbias in registers instead of writing one per row.
+    # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows, so
+    # that each keeps one partial sum of dweight and dbias in registers instead of
+    # writing one per row. Short rows are taken several at a time to keep loads wide.
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(ACC)
-    dweight = tl.zeros((BLOCK_SIZE,), ACC)
-    dbias = tl.zeros((BLOCK_SIZE,), ACC)
-    for row in range(program, n_rows, tl.num_programs(0)):
-        offsets = tl.cast(row, tl.int64) * n_cols + cols
+    col_mask = cols < n_cols
+    tile_rows = tl.arange(0, ROWS_PER_TILE)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    dbias = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    step = tl.num_programs(0) * ROWS_PER_TILE
+    for first_row in range(program * ROWS_PER_TILE, n_rows, step):
+        rows = first_row + tile_rows
+        row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
         dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        mean = tl.load(mean_ptr + row)
-        rstd = tl.load(rstd_ptr + row)
-        x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
-        weighted_dy = dy * weight
-        # dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat))
-        c_hat = tl.sum(x_hat * weighted_dy, axis=0) / n_cols
-        c_dy = tl.sum(weighted_dy, axis=0) / n_cols
-        dx = (weighted_dy - (x_hat * c_hat + c_dy)) * rstd
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        weighted_dy = dy * weight[None, :]
+        # dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat)), per row
+        c_hat = tl.sum(x_hat * weighted_dy, axis=1) / n_cols
+        c_dy = tl.sum(weighted_dy, axis=1) / n_cols
+        dx = (weighted_dy - (x_hat * c_hat[:, None] + c_dy[:, None])) * rstd[:, None]
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dweight += dy * x_hat
         dbias += dy
-    tl.store(partial_dw_ptr + program * n_cols + cols, dweight, mask=mask)
-    tl.store(partial_db_ptr + program * n_cols + cols, dbias, mask=mask)
+    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
 
 
 @triton.jit
-def column_sum_kernel(partial_ptr, out_ptr, n_partials, n_cols, BLOCK_COLS: tl.constexpr):
-    # Add up the partial sums of one tile of columns, over every program's row of partials.
+def column_sum_kernel(
+    partial_ptr, out_ptr, n_partials, n_cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr
+):
+    # Add up the partial sums of one strip of columns, BLOCK_ROWS partials at a time.
     cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
-    mask = cols < n_cols
-    total = tl.zeros((BLOCK_COLS,), partial_ptr.dtype.element_ty)
-    for partial in range(n_partials):
-        total += tl.load(partial_ptr + partial * n_cols + cols, mask=mask, other=0.0)
-    tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=mask)
+    col_mask = cols < n_cols
+    total = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_ptr.dtype.element_ty)
+    for start in range(0, n_partials, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        mask = (rows < n_partials)[:, None] & col_mask[None, :]
+        total += tl.load(partial_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(total, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
-def _partial_count(n_rows: int, num_warps: int, device: torch.device) -> int:
-    # Enough programs to fill every multiprocessor with warps, and no more than rows.
-    if device.type == "cuda":
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
-        return max(1, min(n_rows, sms * max(1, 64 // num_warps)))
-    return max(1, min(n_rows, 4))
+# Rows of fewer values than this are taken several at a time in the backward pass.
+BACKWARD_TILE = 4096
+# Warps each multiprocessor is given by the persistent backward kernel.
+BACKWARD_WARPS_PER_SM = 32
 
 
 def _forward(x, weight, bias, eps):
@@ -141,14 +158,15 @@ def _backward(dy, x, weight, mean, rstd):
     rows, grad_rows = as_rows(x), as_rows(dy)
     n_rows, n_cols = rows.shape
     dx = torch.empty_like(rows)
+    if n_rows == 0:
+        return dx.view_as(x), torch.zeros_like(weight), torch.zeros_like(weight)
     block = row_block(n_cols)
-    num_warps = warps_for(block)
-    n_partials = _partial_count(n_rows, num_warps, x.device)
+    rows_per_tile = max(1, BACKWARD_TILE // block)
+    num_warps = warps_for(rows_per_tile * block)
+    n_tiles = triton.cdiv(n_rows, rows_per_tile)
+    n_partials = resident_programs(n_tiles, num_warps, x.device, BACKWARD_WARPS_PER_SM)
     partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=x.device)
     partial_db = torch.empty_like(partial_dw)
-    dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
-    if n_rows == 0:
-        return dx.view_as(x), dweight.zero_(), dbias.zero_()
     layer_norm_backward_kernel[(n_partials,)](
         grad_rows,
         rows,
@@ -162,12 +180,16 @@ def _backward(dy, x, weight, mean, rstd):
         n_cols,
         ACC=accumulator(x.dtype),
         BLOCK_SIZE=block,
+        ROWS_PER_TILE=rows_per_tile,
         num_warps=num_warps,
     )
-    block_cols = 256
+    dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
+    block_cols = 64
     grid = (triton.cdiv(n_cols, block_cols),)
-    column_sum_kernel[grid](partial_dw, dweight, n_partials, n_cols, BLOCK_COLS=block_cols)
-    column_sum_kernel[grid](partial_db, dbias, n_partials, n_cols, BLOCK_COLS=block_cols)
+    for partial, total in ((partial_dw, dweight), (partial_db, dbias)):
+        column_sum_kernel[grid](
+            partial, total, n_partials, n_cols, BLOCK_ROWS=32, BLOCK_COLS=block_cols
+        )
     return dx.view_as(x), dweight, dbias
 
 

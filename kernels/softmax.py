@@ -12,7 +12,15 @@ import triton.language as tl
 
 from kernels.bench import BenchmarkSpec
 from kernels.checks import check_rows
-from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+from kernels.launch import (
+    ROW_DTYPES,
+    accumulator,
+    as_rows,
+    benchmark_rows,
+    resident_programs,
+    row_block,
+    warps_for,
+)
 
 # Rows up to this length are held whole in one program's registers (a 64K-value row of
 # bfloat16 is 128 KiB); longer rows take the two-pass kernel below.
@@ -21,18 +29,29 @@ LOOP_BLOCK = 8192
 
 
 @triton.jit
-def softmax_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
-    # One program per row; the row fits in one tile of BLOCK_SIZE >= n_cols values.
-    row = tl.program_id(0).to(tl.int64)
+def softmax_kernel(
+    x_ptr,
+    out_ptr,
+    n_rows,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+):
+    # A fixed number of programs, each taking every num_programs-th row; the row fits in
+    # one tile of BLOCK_SIZE >= n_cols values. With NUM_STAGES > 1, Triton loads the
+    # next row while this one is being reduced, so memory never waits for arithmetic.
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
-    # Padding lanes read -inf, so they neither win the max nor add to the sum.
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(ACC)
-    # Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
-    numerator = tl.exp(x - tl.max(x, axis=0))
-    denominator = tl.sum(numerator, axis=0)
-    y = numerator / denominator
-    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
+        offsets = tl.cast(row, tl.int64) * n_cols + cols
+        # Padding lanes read -inf, so they neither win the max nor add to the sum.
+        x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(ACC)
+        # Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
+        numerator = tl.exp(x - tl.max(x, axis=0))
+        denominator = tl.sum(numerator, axis=0)
+        y = numerator / denominator
+        tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -73,13 +92,17 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         return out.view_as(x)
     if n_cols <= MAX_FUSED_COLS:
         block = row_block(n_cols)
-        softmax_kernel[(n_rows,)](
+        num_warps = warps_for(block)
+        grid = (resident_programs(n_rows, num_warps, x.device),)
+        softmax_kernel[grid](
             rows,
             out,
+            n_rows,
             n_cols,
             ACC=accumulator(x.dtype),
             BLOCK_SIZE=block,
-            num_warps=warps_for(block),
+            NUM_STAGES=2,
+            num_warps=num_warps,
         )
     else:
         softmax_looped_kernel[(n_rows,)](

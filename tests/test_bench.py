@@ -89,3 +89,15 @@ def test_figure_has_a_line_per_provider_the_ceiling_and_a_provenance_caption() -
         assert environment[key] in caption
     assert environment["date"][:10] in caption
     assert "built without a GPU" in caption
+
+
+def test_bench_command_line_finds_every_benchmark() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels.bench", "nosuch"], capture_output=True, text=True,
+        timeout=300, cwd=__import__("pathlib").Path(__file__).resolve().parent.parent,
+    )
+    assert result.returncode == 2
+    assert "known: " + ", ".join(bench.discover()) in result.stderr
