@@ -252,6 +252,9 @@ def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., to
     # A fresh static compile per size: dynamo's recompile limit would otherwise send
     # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
     torch._dynamo.reset()
+    # Timing calls backward() again and again on one graph (retain_graph=True), which
+    # compiled graphs that donate their buffers to the backward pass refuse.
+    torch._functorch.config.donated_buffer = False
     return torch.compile(fn, dynamic=False)
 
 

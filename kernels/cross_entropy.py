@@ -36,6 +36,7 @@ def cross_entropy_forward_kernel(
     ignore_index,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * n_cols
@@ -126,20 +127,17 @@ class CrossEntropyFunction(torch.autograd.Function):
         losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         cross_entropy_forward_kernel[(n_rows,)](
-            logits,
-            targets,
-            losses,
-            lse,
-            n_cols,
-            ignore_index,
-            ACC=acc_triton,
-            BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=8,
+            logits, targets, losses, lse, n_cols, ignore_index,
+            ACC=acc_triton, BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=NUM_STAGES, num_warps=NUM_WARPS,
+        )  # fmt: skip
+        loss = torch.empty((), dtype=acc_torch, device=logits.device)
+        n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
+        mean_loss_kernel[(1,)](
+            losses, targets, loss, n_valid, n_rows, ignore_index, BLOCK_SIZE=1024
         )
-        n_valid = (targets != ignore_index).sum()
         ctx.save_for_backward(logits, targets, lse, n_valid)
         ctx.ignore_index = ignore_index
-        return losses.sum() / n_valid
+        return loss
 
     @staticmethod
     def backward(ctx, grad_loss):
@@ -147,18 +145,9 @@ class CrossEntropyFunction(torch.autograd.Function):
         n_rows, n_cols = logits.shape
         dlogits = torch.empty_like(logits)
         cross_entropy_backward_kernel[(n_rows,)](
-            logits,
-            targets,
-            lse,
-            grad_loss,
-            n_valid,
-            dlogits,
-            n_cols,
-            ctx.ignore_index,
-            ACC=_accumulator(logits.dtype)[1],
-            BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=8,
-        )
+            logits, targets, lse, grad_loss, n_valid, dlogits, n_cols, ctx.ignore_index,
+            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+        )  # fmt: skip
         return dlogits, None, None
 
 

@@ -109,24 +109,37 @@ def layer_norm_backward_kernel(
 
 
 @triton.jit
-def column_sum_kernel(
-    partial_ptr, out_ptr, n_partials, n_cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr
+def column_sums_kernel(
+    partial_dw_ptr,
+    partial_db_ptr,
+    dw_ptr,
+    db_ptr,
+    n_partials,
+    n_cols,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
 ):
-    # Add up the partial sums of one strip of columns, BLOCK_ROWS partials at a time.
+    # Add up the partial sums of one strip of columns, BLOCK_ROWS partials at a time,
+    # for the weight and the bias gradients together.
     cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
     col_mask = cols < n_cols
-    total = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_ptr.dtype.element_ty)
+    dw = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    db = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_db_ptr.dtype.element_ty)
     for start in range(0, n_partials, BLOCK_ROWS):
         rows = start + tl.arange(0, BLOCK_ROWS)
         mask = (rows < n_partials)[:, None] & col_mask[None, :]
-        total += tl.load(partial_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
-    tl.store(out_ptr + cols, tl.sum(total, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
+        offsets = rows[:, None] * n_cols + cols[None, :]
+        dw += tl.load(partial_dw_ptr + offsets, mask=mask, other=0.0)
+        db += tl.load(partial_db_ptr + offsets, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
 
 
 # Rows of fewer values than this are taken several at a time in the backward pass.
 BACKWARD_TILE = 4096
-# Warps each multiprocessor is given by the persistent backward kernel.
-BACKWARD_WARPS_PER_SM = 32
+# Warps each multiprocessor is given by the persistent backward kernel: more hide
+# memory latency better, fewer leave fewer partial sums to add up.
+BACKWARD_WARPS_PER_SM = 16
 
 
 def _forward(x, weight, bias, eps):
@@ -184,12 +197,17 @@ def _backward(dy, x, weight, mean, rstd):
         num_warps=num_warps,
     )
     dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
-    block_cols = 64
-    grid = (triton.cdiv(n_cols, block_cols),)
-    for partial, total in ((partial_dw, dweight), (partial_db, dbias)):
-        column_sum_kernel[grid](
-            partial, total, n_partials, n_cols, BLOCK_ROWS=32, BLOCK_COLS=block_cols
-        )
+    block_cols = 32
+    column_sums_kernel[(triton.cdiv(n_cols, block_cols),)](
+        partial_dw,
+        partial_db,
+        dweight,
+        dbias,
+        n_partials,
+        n_cols,
+        BLOCK_ROWS=64,
+        BLOCK_COLS=block_cols,
+    )
     return dx.view_as(x), dweight, dbias
 
 
