@@ -19,11 +19,12 @@ from kernels.launch import benchmark_rows
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 IGNORE_INDEX = -100
-# Each program walks its row in tiles of this many logits, with this many warps, and
-# Triton prefetches NUM_STAGES tiles ahead (chosen by a sweep on an H200).
+# Each program walks its row in tiles of BLOCK_SIZE logits. Warps, and how many tiles
+# Triton prefetches, were chosen by sweeps on an H200 (prefetching did not pay here).
 BLOCK_SIZE = 8192
-NUM_WARPS = 4
-NUM_STAGES = 2
+FORWARD_WARPS = 4
+FORWARD_STAGES = 1
+BACKWARD_WARPS = 8
 
 
 @triton.jit
@@ -127,8 +128,8 @@ class CrossEntropyFunction(torch.autograd.Function):
         losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         cross_entropy_forward_kernel[(n_rows,)](
-            logits, targets, losses, lse, n_cols, ignore_index,
-            ACC=acc_triton, BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=NUM_STAGES, num_warps=NUM_WARPS,
+            logits, targets, losses, lse, n_cols, ignore_index, ACC=acc_triton,
+            BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, num_warps=FORWARD_WARPS,
         )  # fmt: skip
         loss = torch.empty((), dtype=acc_torch, device=logits.device)
         n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
@@ -146,7 +147,7 @@ class CrossEntropyFunction(torch.autograd.Function):
         dlogits = torch.empty_like(logits)
         cross_entropy_backward_kernel[(n_rows,)](
             logits, targets, lse, grad_loss, n_valid, dlogits, n_cols, ctx.ignore_index,
-            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=BACKWARD_WARPS,
         )  # fmt: skip
         return dlogits, None, None
 

@@ -136,10 +136,10 @@ def column_sums_kernel(
 
 
 # Rows of fewer values than this are taken several at a time in the backward pass.
-BACKWARD_TILE = 4096
+BACKWARD_TILE = 8192
 # Warps each multiprocessor is given by the persistent backward kernel: more hide
 # memory latency better, fewer leave fewer partial sums to add up.
-BACKWARD_WARPS_PER_SM = 16
+BACKWARD_WARPS_PER_SM = 8
 
 
 def _forward(x, weight, bias, eps):
