@@ -79,19 +79,15 @@ figure = plot_measurement(measurement)
 # Small vectors are dominated by the fixed cost of a launch, so every provider is far
 # from the ceiling on the left. Past a few million elements, the work is large enough to
 # keep all of the GPU's memory channels busy, and the curves flatten near the ceiling.
-# The table lists the large sizes, where the bandwidth counts.
+# The table lists the sizes from 2**24 elements (201 MB a call) up, where the bandwidth
+# counts.
+import torch
 
-doc = measurement.doc
-ceiling = doc["ceiling"]["value"]
-print(f"{'N':>12} {'Triton GB/s':>12} {'of ceiling':>11} {'vs PyTorch':>11}")
-for n, triton_rate, torch_rate in zip(
-    doc["x"], doc["series"]["Triton"], doc["series"]["PyTorch"], strict=True
-):
-    if n >= 2**24:
-        print(
-            f"{n:>12,} {triton_rate:>12,.0f} {triton_rate / ceiling:>11.0%} "
-            f"{triton_rate / torch_rate:>10.2f}x"
-        )
+from kernels.report import print_large_sizes
+
+large = print_large_sizes(
+    vector_add.BENCHMARK, measurement.doc, min_bytes=vector_add.bytes_moved(2**24, torch.float32)
+)
 
 # %%
 # At the largest sizes the add runs a few percent *above* the copy ceiling. The ceiling

@@ -64,6 +64,24 @@ def plot_measurement(measurement: Measurement) -> Figure:
     return fig
 
 
+def plot_peak_memory(measurement: Measurement) -> Figure:
+    """Draw the peak GPU memory of one training step per provider, recorded beside a
+    benchmark (``peak_memory_mb``), with the same caption as its speed figure."""
+    doc = measurement.doc
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    for index, (provider, values) in enumerate(doc["peak_memory_mb"].items()):
+        ax.plot(doc["x"], values, marker="o", markersize=3.5, linewidth=1.8,
+                label=provider, color=_provider_colour(provider, index))  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(doc["x_name"])
+    ax.set_ylabel("MB")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", frameon=False)
+    set_caption(fig, caption(doc["environment"], fresh=measurement.fresh))
+    return fig
+
+
 def set_caption(fig: Figure, text: str) -> None:
     """Attach the caption that the gallery writes under ``fig``."""
     setattr(fig, _CAPTION_ATTRIBUTE, text)

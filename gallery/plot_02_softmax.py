@@ -1,0 +1,122 @@
+"""
+Fused softmax
+=============
+
+How much faster is softmax when each row is read once instead of once per step?
+
+Softmax turns a row of scores into probabilities:
+``softmax(x)_i = exp(x_i - max(x)) / sum_j exp(x_j - max(x))``. Subtracting the row's
+maximum changes nothing mathematically and keeps ``exp`` from overflowing.
+
+Written out in PyTorch, each step is its own kernel and its own trip through memory:
+
+.. literalinclude:: /kernels/softmax.py
+   :pyobject: naive_softmax
+
+That is a read for the maximum, a read and a write for the subtraction, another pair
+for ``exp``, a read for the sum and a read and a write for the division: about five
+reads and three writes of the whole matrix, where one read and one write would do.
+``torch.softmax`` is a single library kernel and does better; the question is how close
+a short Triton kernel gets to the one-read-one-write limit.
+"""
+
+# %%
+# The kernel
+# ----------
+#
+# One row is one tile: the kernel loads the whole row into registers, reduces it twice
+# (maximum, then sum) without going back to memory, and writes the result once.
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: softmax_kernel
+#
+# Three details matter:
+#
+# * ``BLOCK_SIZE`` is the row length rounded up to a power of two; the mask pads the
+#   tile with ``-inf``, which loses every maximum and adds ``exp(-inf) = 0`` to the sum.
+# * The arithmetic runs in float32 (``ACC``) even for bfloat16 input, and the result is
+#   rounded once, on the store.
+# * The division happens once per row, as a reciprocal: a division per element costs
+#   more instructions than the memory traffic leaves time for.
+#
+# The launcher picks the tile and the number of warps from the row length. For very long
+# rows (32K values and up) it launches one program per multiprocessor instead of one
+# per row, and ``NUM_STAGES`` lets Triton load the next row while the current one is
+# reduced:
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: _schedule
+#
+# Rows longer than 64K values do not fit in registers; they go to a second kernel that
+# reads each row twice, keeping a running maximum and a rescaled running sum in the
+# first pass (the "online softmax" that FlashAttention also uses):
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: softmax_looped_kernel
+
+# %%
+# Run it and check it
+# -------------------
+#
+# The check runs each kernel path against ``torch.softmax`` evaluated in float64, on
+# row lengths that are not powers of two: one value, a short odd row, and a row long
+# enough for the looped kernel.
+
+import torch
+
+from kernels import softmax
+from kernels.bench import check, relative_error
+from kernels.runtime import describe_device, kernel_device
+
+print(f"Kernels run on {describe_device()}.")
+for n_cols in (1, 781):
+    print(check(softmax.BENCHMARK, n_cols))
+long_rows = torch.randn(3, softmax.MAX_FUSED_COLS + 4465, device=kernel_device())
+error = relative_error(softmax.softmax(long_rows), torch.softmax(long_rows.double(), dim=-1))
+print(f"looped kernel, 3 rows of {long_rows.shape[1]:,} values: relative error {error:.1e}")
+
+# %%
+# Measure it
+# ----------
+#
+# 4096 rows; the row length grows from 256 to 65536 bfloat16 values. The rate counts one
+# read and one write of the matrix.
+
+from kernels.bench import measure_or_load
+from kernels.plotting import plot_measurement
+
+measurement = measure_or_load(softmax.BENCHMARK)
+figure = plot_measurement(measurement)
+
+# %%
+# Read the figure
+# ---------------
+#
+# The table lists the sizes where one call moves at least 256 MB: there the launch costs
+# are small and the rate is the kernel's own.
+
+from kernels.report import print_large_sizes
+
+large = print_large_sizes(softmax.BENCHMARK, measurement.doc)
+
+# %%
+# Our goal for a fused kernel at these sizes is 85% of the copy ceiling. The fused kernel
+# beats both PyTorch baselines by a wide margin at long rows, because they make more
+# than one pass over memory. Short of the goal are:
+#
+# * rows of 32K values, a little: a program holds 64 KiB of row, few programs fit on a
+#   multiprocessor at once, and the phases of each row (load, reduce, write) overlap
+#   less than in a copy;
+# * rows of 64K values, clearly: a row of 128 KiB leaves room for one program per
+#   multiprocessor and no prefetching at all.
+#
+# A further, smaller effect belongs to the method, not the kernel: ``do_bench``
+# flushes the L2 cache by writing zeros to a large buffer before each run, so each timed
+# call starts with a cache full of data that must be written back. For calls of a few
+# hundred megabytes this costs a visible share of the time (the 1 GiB copy that sets the
+# ceiling hardly feels it), and it weighs on every provider alike.
+#
+# Quiz
+# ----
+#
+# .. quiz:: softmax

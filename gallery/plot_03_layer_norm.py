@@ -1,0 +1,129 @@
+"""
+LayerNorm, forward and backward
+===============================
+
+Can a Triton LayerNorm, backward pass included, run at the speed of memory?
+
+LayerNorm normalises each row of activations to zero mean and unit variance, then
+scales and shifts it per feature:
+``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias``.
+Composed from PyTorch operations it needs a pass for the mean, a pass for the variance,
+and passes to centre, scale, multiply and add: each one a kernel that reads the whole
+matrix again. ``torch.nn.functional.layer_norm`` is one library kernel; a Triton kernel
+can match it and, in training, the backward pass is where the work is.
+"""
+
+# %%
+# The forward kernel
+# ------------------
+#
+# One program per row. The row is loaded once; the mean and the variance are reductions
+# over registers; the result is written once. Two numbers per row, the mean and the
+# inverse standard deviation ``rstd``, are stored for the backward pass, so that it
+# does not have to compute them again.
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: layer_norm_forward_kernel
+#
+# The backward kernel
+# -------------------
+#
+# With ``x_hat = (x - mean) * rstd`` and ``g = dy * weight``, the gradients are
+#
+# * ``dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))``, a reduction per row;
+# * ``dweight = sum over rows of dy * x_hat`` and ``dbias = sum over rows of dy``,
+#   reductions over *columns*, across all rows.
+#
+# The first fits the row-per-program pattern. The second does not: if every row wrote
+# its own contribution, the kernel would write as much for ``dweight`` as for ``dx``.
+# So a fixed number of programs each walk over many rows (several at once when rows are
+# short), keep running sums of ``dweight`` and ``dbias`` in registers, and write one
+# partial sum each at the end:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: layer_norm_backward_kernel
+#
+# A second, small kernel adds the partial sums up:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: column_sums_kernel
+#
+# Both are wired into autograd, so ``layer_norm(x, w, b).backward(dy)`` runs them:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: LayerNormFunction
+
+# %%
+# Run it and check it
+# -------------------
+#
+# The forward output and the three gradients are compared with PyTorch in float64, and
+# ``torch.autograd.gradcheck`` compares the backward kernels with finite differences of
+# the forward kernel, in float64.
+
+import torch
+
+from kernels import layer_norm
+from kernels.bench import check
+from kernels.runtime import describe_device, kernel_device
+
+print(f"Kernels run on {describe_device()}.")
+for n_cols in (3, 781):
+    print(check(layer_norm.BENCHMARK, n_cols))
+    print(check(layer_norm.BACKWARD_BENCHMARK, n_cols))
+
+generator = torch.Generator(device=kernel_device()).manual_seed(0)
+inputs = [
+    torch.randn(shape, dtype=torch.float64, device=kernel_device(), generator=generator)
+    for shape in ((5, 13), (13,), (13,))
+]
+for tensor in inputs:
+    tensor.requires_grad_()
+print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
+
+# %%
+# Measure the forward pass
+# ------------------------
+#
+# 16384 rows (tokens); the hidden size grows from 512 to 16384, in bfloat16.
+
+from kernels.bench import measure_or_load
+from kernels.plotting import plot_measurement
+from kernels.report import print_large_sizes
+
+forward = measure_or_load(layer_norm.BENCHMARK)
+figure = plot_measurement(forward)
+large = print_large_sizes(layer_norm.BENCHMARK, forward.doc)
+
+# %%
+# Measure the backward pass
+# -------------------------
+#
+# Only the backward pass is timed: the forward runs once, then ``backward`` runs again
+# and again on the same graph. The rate counts a read of ``x`` and ``dy`` and a write
+# of ``dx`` (the weight and bias gradients are small).
+
+backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
+figure = plot_measurement(backward)
+large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc)
+
+# %%
+# Read the figures
+# ----------------
+#
+# The forward kernel is one read and one write, the same shape of work as a copy, and
+# ``torch.compile`` generates a kernel of the same shape: at large hidden sizes the two
+# are close to each other and to the ceiling.
+#
+# The backward pass is harder, and our kernel is not yet where we want it. At small
+# hidden sizes the whole pass takes a few tens of microseconds on the GPU, and the
+# Python work around it (autograd, two launches, allocations) takes about as long, so
+# the GPU waits; PyTorch's backward, launched from C++, waits less. At the largest
+# hidden size each program keeps two row-sized partial sums in registers besides the
+# row itself, so only one program fits on a multiprocessor. The tables say, size by
+# size, how far each pass is from the ceiling and from the faster baseline.
+#
+# Quiz
+# ----
+#
+# .. quiz:: layer_norm
