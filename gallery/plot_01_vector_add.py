@@ -80,16 +80,29 @@ figure = plot_measurement(measurement)
 # from the ceiling on the left. Past a few million elements, the work is large enough to
 # keep all of the GPU's memory channels busy, and the curves flatten near the ceiling.
 # The table lists the sizes from 2**24 elements (201 MB a call) up, where the bandwidth
-# counts.
+# counts, against the course's goal for this kernel: 90% of the copy ceiling, and
+# within 5% of PyTorch.
 import torch
 
 from kernels.report import print_large_sizes
 
 large = print_large_sizes(
-    vector_add.BENCHMARK, measurement.doc, min_bytes=vector_add.bytes_moved(2**24, torch.float32)
+    vector_add.BENCHMARK,
+    measurement.doc,
+    min_bytes=vector_add.bytes_moved(2**24, torch.float32),
+    ceiling_goal=0.90,
+    baseline_goal=0.95,
 )
 
 # %%
+# The smallest of these sizes is where the method of measurement weighs most.
+# ``do_bench`` flushes the L2 cache before each run by writing zeros over a buffer
+# larger than the cache, so every timed call starts with a cache full of modified data
+# that the GPU must write back to memory while the call runs: tens of megabytes of extra
+# traffic that the rate does not count. On a call of 201 MB that is a visible share; on
+# the gigabyte-sized copy that sets the ceiling it is not. PyTorch's kernel pays the
+# same toll, which is why the two stay level while both sit near 90%.
+#
 # At the largest sizes the add runs a few percent *above* the copy ceiling. The ceiling
 # is a yardstick, measured the same way in the same run, not a law: a 1 GiB copy reads
 # and writes equal amounts, while the add reads two bytes for each one it writes and

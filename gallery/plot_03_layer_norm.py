@@ -93,7 +93,7 @@ from kernels.report import print_large_sizes
 
 forward = measure_or_load(layer_norm.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(layer_norm.BENCHMARK, forward.doc)
+large = print_large_sizes(layer_norm.BENCHMARK, forward.doc, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # Measure the backward pass
@@ -105,23 +105,28 @@ large = print_large_sizes(layer_norm.BENCHMARK, forward.doc)
 
 backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc)
+large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_goal=1.0)
 
 # %%
 # Read the figures
 # ----------------
 #
+# Our goals: for the forward pass, 85% of the copy ceiling and at least the speed of the
+# faster baseline; for the backward pass, at least the faster baseline. The tables say,
+# size by size, whether the run recorded here reached them.
+#
 # The forward kernel is one read and one write, the same shape of work as a copy, and
 # ``torch.compile`` generates a kernel of the same shape: at large hidden sizes the two
-# are close to each other and to the ceiling.
+# are close to each other and to the ceiling, and which one is ahead changes from size
+# to size by a few percent.
 #
-# The backward pass is harder, and our kernel is not yet where we want it. At small
-# hidden sizes the whole pass takes a few tens of microseconds on the GPU, and the
-# Python work around it (autograd, two launches, allocations) takes about as long, so
-# the GPU waits; PyTorch's backward, launched from C++, waits less. At the largest
-# hidden size each program keeps two row-sized partial sums in registers besides the
-# row itself, so only one program fits on a multiprocessor. The tables say, size by
-# size, how far each pass is from the ceiling and from the faster baseline.
+# The backward pass is harder, and our kernel is not yet where we want it: it does not
+# beat the faster baseline at every size. At small hidden sizes the whole pass takes a
+# few tens of microseconds on the GPU, and the Python work around it (autograd, two
+# launches, allocations) takes about as long, so the GPU waits; PyTorch's backward,
+# launched from C++, waits less. At the largest hidden size each program keeps two
+# row-sized partial sums in registers besides the row itself, so only one program fits
+# on a multiprocessor, and memory waits while it reduces.
 #
 # Quiz
 # ----

@@ -49,13 +49,16 @@ from kernels.report import print_large_sizes
 
 measurement = measure_or_load(rms_norm.BENCHMARK)
 figure = plot_measurement(measurement)
-large = print_large_sizes(rms_norm.BENCHMARK, measurement.doc)
+large = print_large_sizes(rms_norm.BENCHMARK, measurement.doc, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # RMSNorm is the simplest of the norms: one reduction, no second statistic, and no
 # bias. Once rows are a few thousand values long, a program moves enough bytes to keep
-# memory busy and the kernel runs near the copy ceiling; ``torch.compile`` produces a
-# kernel of the same shape and lands in the same place.
+# memory busy and the kernel runs near the copy ceiling, past our 85% goal. PyTorch's
+# eager kernel falls behind at long rows; ``torch.compile`` produces a kernel of the
+# same shape as ours and lands in the same place, a few percent ahead or behind
+# depending on the size, so the "at least the faster baseline" goal is not met at
+# every size.
 #
 # Quiz
 # ----

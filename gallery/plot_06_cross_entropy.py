@@ -87,12 +87,14 @@ from kernels.report import print_large_sizes
 
 forward = measure_or_load(cross_entropy.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(cross_entropy.BENCHMARK, forward.doc)
+large = print_large_sizes(
+    cross_entropy.BENCHMARK, forward.doc, ceiling_goal=0.85, baseline_goal=1.0
+)
 
 # %%
 backward = measure_or_load(cross_entropy.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(cross_entropy.BACKWARD_BENCHMARK, backward.doc)
+large = print_large_sizes(cross_entropy.BACKWARD_BENCHMARK, backward.doc, baseline_goal=1.0)
 
 # %%
 # Memory
@@ -112,7 +114,15 @@ for index, n_classes in enumerate(doc["x"]):
 # %%
 # Every provider must allocate the gradient of the logits, as big as the logits; the
 # fused kernel allocates nothing else of that size, while PyTorch eager also holds the
-# ``log_softmax`` matrix.
+# ``log_softmax`` matrix and more. ``torch.compile`` fuses the loss too, and at most
+# sizes needs no more memory than the Triton kernel.
+#
+# On speed, the fused kernels are more than twice as fast as PyTorch eager at large
+# vocabularies and ahead of ``torch.compile``. The forward kernel reaches our 85%
+# ceiling goal only at the largest vocabulary. Our reading, not yet measured in detail:
+# each program walks its row tile after tile, with a reduction between tiles, and with
+# rows of 32K or 64K logits too little of that work is a stream of loads to keep memory
+# as busy as a copy does.
 #
 # Quiz
 # ----

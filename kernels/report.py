@@ -31,18 +31,38 @@ def large_sizes(spec: BenchmarkSpec, doc: dict[str, Any], min_bytes: float) -> l
 
 
 def print_large_sizes(
-    spec: BenchmarkSpec, doc: dict[str, Any], min_bytes: float = 256e6
+    spec: BenchmarkSpec,
+    doc: dict[str, Any],
+    min_bytes: float = 256e6,
+    *,
+    ceiling_goal: float | None = None,
+    baseline_goal: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Print :func:`large_sizes` as a table and return its rows."""
+    """Print :func:`large_sizes` as a table and return its rows.
+
+    With ``ceiling_goal`` (a share of the ceiling) or ``baseline_goal`` (a ratio to the
+    faster baseline), each row also says whether the measurement reached it.
+    """
     rows = large_sizes(spec, doc, min_bytes)
     print(f"Sizes where one call moves at least {min_bytes / 1e6:,.0f} MB ({spec.metric}):")
+    goals = []
+    if ceiling_goal is not None:
+        goals.append(f">= {ceiling_goal:.0%} of ceiling")
+    if baseline_goal is not None:
+        goals.append(f">= {baseline_goal:.2f}x baseline")
     print(
         f"{spec.x_name:>11} {'MB/call':>8} {'Triton':>8} {'of ceiling':>11} "
-        f"{'faster baseline':>16} {'Triton vs it':>13}"
+        f"{'faster baseline':>16} {'Triton vs it':>13}" + "".join(f"  {g:>20}" for g in goals)
     )
     for row in rows:
+        verdicts = []
+        if ceiling_goal is not None:
+            verdicts.append("met" if row["of_ceiling"] >= ceiling_goal else "MISSED")
+        if baseline_goal is not None:
+            verdicts.append("met" if row["vs_best"] >= baseline_goal else "MISSED")
         print(
             f"{row['size']:>11,} {row['megabytes']:>8,.0f} {row['triton']:>8,.0f} "
-            f"{row['of_ceiling']:>11.0%} {row['best_baseline']:>16} {row['vs_best']:>12.2f}x"
+            f"{row['of_ceiling']:>11.1%} {row['best_baseline']:>16} {row['vs_best']:>12.2f}x"
+            + "".join(f"  {v:>20}" for v in verdicts)
         )
     return rows

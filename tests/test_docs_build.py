@@ -3,9 +3,11 @@
 import re
 from html import unescape
 
-from conftest import DocsBuild
+import pytest
+from conftest import ROOT, DocsBuild
 
 from kernels import measurements
+from quiz.bank import load_bank
 
 
 def text_of(html: str) -> str:
@@ -93,3 +95,36 @@ def test_gallery_page_has_its_figure_and_provenance(docs_build: DocsBuild) -> No
     # The kernel is shown from its module, and the check ran and printed.
     assert "def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in body
     assert "Triton vector_add, N=98,432, bfloat16: relative error" in body
+
+
+GALLERY_PAGES = sorted(p.stem for p in (ROOT / "gallery").glob("plot_*.py"))
+QUIZ_OF_PAGE = {
+    "plot_02_softmax": "softmax",
+    "plot_03_layer_norm": "layer_norm",
+    "plot_04_rms_norm": "rms_norm",
+    "plot_05_dropout": "dropout",
+    "plot_06_cross_entropy": "cross_entropy",
+}
+FIGURES_OF_PAGE = {"plot_03_layer_norm": 2, "plot_06_cross_entropy": 3}
+
+
+@pytest.mark.parametrize("page", GALLERY_PAGES)
+def test_every_gallery_page_has_its_figures_with_provenance(
+    docs_build: DocsBuild, page: str
+) -> None:
+    html = docs_build.page(f"docs/examples/{page}.html")
+    expected = FIGURES_OF_PAGE.get(page, 1)
+    assert len(re.findall(rf'<img[^>]+src="[^"]*sphx_glr_{page}_\d+\.png"', html)) == expected
+    assert html.count('<p class="figure-provenance">') == expected
+    assert "Triton " in text_of(html) and ": OK" in text_of(html)
+
+
+@pytest.mark.parametrize(("page", "bank"), QUIZ_OF_PAGE.items())
+def test_gallery_quiz_renders_every_question_of_its_bank(
+    docs_build: DocsBuild, page: str, bank: str
+) -> None:
+    questions = load_bank(ROOT / "quiz" / f"{bank}.yaml").questions
+    assert 3 <= len(questions) <= 5
+    html = docs_build.page(f"docs/examples/{page}.html")
+    rendered = html.split('class="quiz-question')[1:]
+    assert [q.count("<details") for q in rendered] == [len(q.options) for q in questions]

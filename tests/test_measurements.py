@@ -120,3 +120,18 @@ def test_save_refuses_a_broken_document(monkeypatch: pytest.MonkeyPatch, tmp_pat
         measurements.save(broken("x", []))
     assert measurements.save(VALID) == tmp_path / "demo.json"
     assert measurements.load("demo") == VALID
+
+
+def test_large_size_report_reads_the_record_and_judges_goals(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kernels.report import print_large_sizes
+
+    spec = BENCHMARKS["vector_add"]
+    doc = copy.deepcopy(measurements.load("vector_add"))
+    doc["series"]["Triton"] = [doc["ceiling"]["value"] * 0.5] * len(doc["x"])
+    rows = print_large_sizes(spec, doc, min_bytes=1e9, ceiling_goal=0.9, baseline_goal=1.0)
+    assert [row["size"] for row in rows] == [x for x in doc["x"] if 12 * x >= 1e9]
+    assert all(row["of_ceiling"] == pytest.approx(0.5) for row in rows)
+    printed = capsys.readouterr().out
+    assert printed.count("MISSED") == 2 * len(rows)

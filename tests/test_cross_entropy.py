@@ -1,0 +1,81 @@
+"""Cross-entropy: loss and gradient against float64, ignored rows, gradcheck, bad input."""
+
+import math
+
+import pytest
+import torch
+from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
+
+from kernels import cross_entropy
+
+
+def targets_for(n_rows: int, n_classes: int, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator(device=DEVICE).manual_seed(seed)
+    return torch.randint(0, n_classes, (n_rows,), device=DEVICE, generator=generator)
+
+
+@pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)
+@pytest.mark.parametrize(
+    ("n_rows", "n_classes"),
+    [(1, 1), (1, 1000), (6, 781), (3, cross_entropy.BLOCK_SIZE + 77)],
+    ids=["1x1", "one-row", "odd-vocab", "longer-than-a-tile"],
+)
+def test_loss_and_gradient_match_float64(n_rows: int, n_classes: int, dtype: torch.dtype) -> None:
+    logits = (randn(n_rows, n_classes, dtype=dtype) * 3).requires_grad_()
+    targets = targets_for(n_rows, n_classes)
+    loss = cross_entropy.cross_entropy(logits, targets)
+    loss.backward()
+    logits64 = logits.detach().double().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(logits64, targets)
+    reference.backward()
+    assert_close_to_float64(loss.detach(), reference.detach(), torch.float32)
+    assert_close_to_float64(logits.grad, logits64.grad, dtype)
+
+
+def test_ignored_rows_count_for_nothing() -> None:
+    logits = randn(5, 13, dtype=torch.float64).requires_grad_()
+    targets = torch.tensor([1, -100, 12, 0, -100], device=DEVICE)
+    loss = cross_entropy.cross_entropy(logits, targets)
+    assert math.isclose(
+        loss.item(), torch.nn.functional.cross_entropy(logits, targets).item(), rel_tol=1e-12
+    )
+    assert torch.autograd.gradcheck(lambda z: cross_entropy.cross_entropy(z, targets), (logits,))
+    loss.backward()
+    assert torch.all(logits.grad[[1, 4]] == 0)
+
+
+def test_unchecked_out_of_range_target_gives_nan_not_another_rows_logit() -> None:
+    logits = randn(3, 10)
+    loss = cross_entropy.cross_entropy(
+        logits, torch.tensor([1, 10, 2], device=DEVICE), check_targets=False
+    )
+    assert math.isnan(loss.item())
+
+
+@pytest.mark.parametrize(
+    ("logits", "targets", "error", "message"),
+    [
+        ("ok", [1, 10, 2], ValueError, r"targets holds 10, outside 0\.\.9"),
+        ("ok", [1, -5, 2], ValueError, r"targets holds -5, outside 0\.\.9"),
+        ("ok", [1, 2], ValueError, r"targets has shape \(2,\); it must be \(3,\)"),
+        ("ok", "float", TypeError, r"targets has dtype float32; this kernel takes int64"),
+        (
+            "3d",
+            [1, 2, 3],
+            ValueError,
+            r"logits has shape \(3, 1, 10\); it must be \(rows, classes\)",
+        ),
+        ("meta", [1, 2, 3], ValueError, r"^logits is on"),
+        ("int", [1, 2, 3], TypeError, r"logits has dtype int64"),
+    ],
+    ids=["too-high", "negative", "count", "float-targets", "3d", "device", "int-logits"],
+)
+def test_rejects_bad_input(logits, targets, error, message) -> None:
+    logits = {"ok": randn(3, 10), "3d": randn(3, 1, 10), "meta": randn(3, 10).to(OTHER_DEVICE),
+              "int": torch.ones(3, 10, dtype=torch.int64, device=DEVICE)}[logits]  # fmt: skip
+    if targets == "float":
+        targets = torch.ones(3, device=DEVICE)
+    else:
+        targets = torch.tensor(targets, device=DEVICE)
+    with pytest.raises(error, match=message):
+        cross_entropy.cross_entropy(logits, targets)

@@ -1,0 +1,92 @@
+"""RMSNorm and LayerNorm (forward, backward, gradcheck) against float64, and bad input."""
+
+import pytest
+import torch
+from kernel_inputs import HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
+
+from kernels import layer_norm, rms_norm
+
+SHAPES = [(1, 1000), (7, 781), (3, 2, 2048), (5, 3)]
+IDS = ["one-row", "odd-row", "3d", "tiny-row"]
+
+
+def params(n_cols: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    return 1 + 0.1 * randn(n_cols, dtype=dtype, seed=1), 0.1 * randn(n_cols, dtype=dtype, seed=2)
+
+
+@pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+def test_rms_norm_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    x = randn(*shape, dtype=dtype)
+    weight, _ = params(shape[-1], dtype)
+    reference = rms_norm.torch_rms_norm(x.double(), weight.double())
+    assert_close_to_float64(rms_norm.rms_norm(x, weight), reference, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+def test_layer_norm_forward_and_backward_match_float64(
+    shape: tuple[int, ...], dtype: torch.dtype
+) -> None:
+    x = randn(*shape, dtype=dtype)
+    weight, bias = params(shape[-1], dtype)
+    dy = randn(*shape, dtype=dtype, seed=3)
+    leaves = [t.detach().requires_grad_() for t in (x, weight, bias)]
+    out = layer_norm.layer_norm(*leaves)
+    out.backward(dy)
+    leaves64 = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    reference = layer_norm.torch_layer_norm(*leaves64)
+    reference.backward(dy.double())
+    assert_close_to_float64(out.detach(), reference.detach(), dtype)
+    for ours, theirs in zip(leaves, leaves64, strict=True):
+        assert_close_to_float64(ours.grad, theirs.grad, dtype)
+
+
+def test_layer_norm_gradcheck() -> None:
+    inputs = [randn(*shape, dtype=torch.float64, seed=i).requires_grad_()
+              for i, shape in enumerate([(6, 9), (9,), (9,)])]  # fmt: skip
+    assert torch.autograd.gradcheck(layer_norm.layer_norm, inputs)
+
+
+def test_layer_norm_backward_with_more_row_tiles_than_programs() -> None:
+    # Rows of 4096 values come two to a tile, and the interpreter runs four backward
+    # programs: each walks several tiles and sums their partials.
+    shape = (11, 4096)
+    assert shape[0] > 4 * max(1, layer_norm.BACKWARD_TILE // shape[1])
+    x, (weight, bias), dy = randn(*shape), params(shape[1], torch.float32), randn(*shape, seed=3)
+    leaves = [t.requires_grad_() for t in (x, weight, bias)]
+    layer_norm.layer_norm(*leaves).backward(dy)
+    leaves64 = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    layer_norm.torch_layer_norm(*leaves64).backward(dy.double())
+    for ours, theirs in zip(leaves, leaves64, strict=True):
+        assert_close_to_float64(ours.grad, theirs.grad, torch.float32)
+
+
+def norm_call(norm: str, x, weight, bias, eps=1e-5):
+    if norm == "rms":
+        return rms_norm.rms_norm(x, weight, eps)
+    return layer_norm.layer_norm(x, weight, bias, eps)
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_rejects_bad_input(norm: str) -> None:
+    x = randn(4, 8)
+    weight, bias = params(8, torch.float32)
+    with pytest.raises(ValueError, match=r"weight has shape \(7,\); it must be \(8,\)"):
+        norm_call(norm, x, weight[:7], bias)
+    with pytest.raises(TypeError, match=r"weight is float16 but the input is float32"):
+        norm_call(norm, x, weight.half(), bias)
+    with pytest.raises(ValueError, match=r"^x is on"):
+        norm_call(norm, x.to(OTHER_DEVICE), weight, bias)
+    with pytest.raises(ValueError, match=r"x is not contiguous"):
+        norm_call(norm, randn(8, 4).t(), weight, bias)
+    with pytest.raises(ValueError, match=r"eps must be positive"):
+        norm_call(norm, x, weight, bias, eps=0.0)
+
+
+@pytest.mark.parametrize(
+    ("norm", "limit"), [("rms", rms_norm.MAX_COLS), ("layer", layer_norm.MAX_COLS)]
+)
+def test_rejects_rows_too_long_for_registers(norm: str, limit: int) -> None:
+    with pytest.raises(ValueError, match=rf"this kernel takes at most {limit}"):
+        norm_call(norm, randn(1, limit + 1), *params(limit + 1, torch.float32))
