@@ -53,6 +53,9 @@ a short Triton kernel gets to the one-read-one-write limit.
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_looped_kernel
+#
+# .. literalinclude:: /kernels/online_softmax.py
+#    :pyobject: online_max_and_sum
 
 # %%
 # Run it and check it

@@ -26,6 +26,12 @@ big as the logits, written, kept and read again.
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_forward_kernel
 #
+# The running maximum and sum come from a helper that the softmax page's kernel for
+# very long rows shares:
+#
+# .. literalinclude:: /kernels/online_softmax.py
+#    :pyobject: online_max_and_sum
+#
 # The backward kernel
 # -------------------
 #

@@ -21,6 +21,7 @@ from kernels.launch import (
     row_block,
     warps_for,
 )
+from kernels.online_softmax import online_max_and_sum
 
 # Rows up to this length are held whole in one program's registers (a 64K-value row of
 # bfloat16 is 128 KiB); longer rows take the two-pass kernel below.
@@ -56,25 +57,17 @@ def softmax_kernel(
 
 @triton.jit
 def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
-    # For rows too long for registers: a first pass keeps a running maximum and a sum
-    # rescaled whenever the maximum grows ("online softmax"); a second pass writes.
+    # For rows too long for registers: a first pass finds the maximum and the sum of
+    # exponentials together (the online recurrence); a second pass writes.
     row = tl.program_id(0).to(tl.int64)
     row_ptr = x_ptr + row * n_cols
+    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1)
+    inverse_sum = 1.0 / row_sum
     cols = tl.arange(0, BLOCK_SIZE)
-    running_max = tl.full((), -float("inf"), ACC)
-    running_sum = tl.full((), 0.0, ACC)
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = start + cols < n_cols
         x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
-        new_max = tl.maximum(running_max, tl.max(x, axis=0))
-        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(
-            tl.exp(x - new_max), axis=0
-        )
-        running_max = new_max
-    for start in range(0, n_cols, BLOCK_SIZE):
-        mask = start + cols < n_cols
-        x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
-        y = tl.exp(x - running_max) / running_sum
+        y = tl.exp(x - row_max) * inverse_sum
         tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
