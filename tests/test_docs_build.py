@@ -128,3 +128,18 @@ def test_gallery_quiz_renders_every_question_of_its_bank(
     html = docs_build.page(f"docs/examples/{page}.html")
     rendered = html.split('class="quiz-question')[1:]
     assert [q.count("<details") for q in rendered] == [len(q.options) for q in questions]
+
+
+def test_constexpr_lesson_shows_real_compiler_output(docs_build: DocsBuild) -> None:
+    html = docs_build.page("docs/lessons/02_constexpr.html")
+    text = text_of(html)
+    assert (
+        "BLOCK_SIZE= 128: 1 elements per thread, in runs of 1; loads ['ld.global.b32'] x2" in text
+    )
+    assert (
+        "BLOCK_SIZE=1024: 8 elements per thread, in runs of 4; loads ['ld.global.v4.b32'] x4"
+        in text
+    )
+    assert "sizePerThread = [4]" in text
+    questions = html.split('class="quiz-question')[1:]
+    assert [q.count("<details") for q in questions] == [4, 4, 4]
