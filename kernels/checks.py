@@ -87,3 +87,25 @@ def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tenso
             f"{name} has shape {tuple(tensor.shape)}; it must be ({n_cols},), one per column"
         )
     return tensor
+
+
+def check_normalisation(
+    x: object,
+    parameters: dict[str, object],
+    eps: float,
+    max_cols: int,
+    dtypes: Iterable[torch.dtype],
+) -> torch.Tensor:
+    """Check the inputs of a normalisation over the last dimension: ``x`` as
+    :func:`check_rows`, each per-column parameter as :func:`check_parameter`, rows no
+    longer than ``max_cols`` (what fits in registers) and a positive ``eps``."""
+    tensor = check_rows("x", x, dtypes)
+    for name, value in parameters.items():
+        check_parameter(name, value, tensor)
+    if tensor.shape[-1] > max_cols:
+        raise ValueError(
+            f"x has rows of {tensor.shape[-1]} values; this kernel takes at most {max_cols}"
+        )
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    return tensor

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from kernels.bench import BenchmarkSpec
-from kernels.checks import check_parameter, check_rows
+from kernels.checks import check_normalisation
 from kernels.launch import (
     ROW_DTYPES,
     accumulator,
@@ -238,15 +238,7 @@ def layer_norm(
     ``weight`` and ``bias``: one value per column, of ``x``'s dtype; ``eps``: added to
     the variance.
     """
-    check_rows("x", x, ROW_DTYPES)
-    check_parameter("weight", weight, x)
-    check_parameter("bias", bias, x)
-    if x.shape[-1] > MAX_COLS:
-        raise ValueError(
-            f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}"
-        )
-    if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps}")
+    check_normalisation(x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES)
     return LayerNormFunction.apply(x, weight, bias, eps)
 
 

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 from kernels.bench import BenchmarkSpec
-from kernels.checks import check_parameter, check_rows
+from kernels.checks import check_normalisation
 from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
 
 MAX_COLS = 65536
@@ -40,14 +40,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
     ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
     """
-    check_rows("x", x, ROW_DTYPES)
-    check_parameter("weight", weight, x)
-    if x.shape[-1] > MAX_COLS:
-        raise ValueError(
-            f"x has rows of {x.shape[-1]} values; this kernel takes at most {MAX_COLS}"
-        )
-    if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps}")
+    check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
     rows = as_rows(x)
     out = torch.empty_like(rows)
     n_rows, n_cols = rows.shape
