@@ -127,10 +127,14 @@ def _float64(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.double() if tensor.is_floating_point() else tensor
 
 
-def _with_grads(spec: BenchmarkSpec, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    return [
-        t.detach().requires_grad_() if i in spec.grad_inputs else t for i, t in enumerate(inputs)
-    ]
+def _forward_for_backward(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """Run ``fn`` on the inputs of a backward benchmark, the ``grad_inputs`` made leaves
+    that require gradients; return the output, its gradient (the last input) and the leaves."""
+    *args, grad_output = inputs
+    args = [t.detach().requires_grad_() if i in spec.grad_inputs else t for i, t in enumerate(args)]
+    return fn(*args), grad_output, [args[i] for i in spec.grad_inputs]
 
 
 def evaluate(
@@ -140,10 +144,9 @@ def evaluate(
     of the ``grad_inputs`` after back-propagating the last input through ``fn``."""
     if not spec.backward:
         return fn(*inputs)
-    *args, grad_output = inputs
-    args = _with_grads(spec, args)
-    fn(*args).backward(grad_output)
-    return tuple(args[i].grad for i in spec.grad_inputs)
+    out, grad_output, leaves = _forward_for_backward(spec, fn, inputs)
+    out.backward(grad_output)
+    return tuple(leaf.grad for leaf in leaves)
 
 
 def _poison_free_memory(like: torch.Tensor) -> None:
@@ -209,11 +212,8 @@ def _timed_call(
     """What to time for one provider, and the tensors whose gradients to clear."""
     if not spec.backward:
         return (lambda: fn(*inputs)), []
-    *args, grad_output = inputs
-    args = _with_grads(spec, args)
     # The forward pass runs once, outside the timing; each timed run is one backward.
-    out = fn(*args)
-    leaves = [args[i] for i in spec.grad_inputs]
+    out, grad_output, leaves = _forward_for_backward(spec, fn, inputs)
     return (lambda: out.backward(grad_output, retain_graph=True)), leaves
 
 
