@@ -89,7 +89,7 @@ from kernels.report import print_large_sizes
 large = print_large_sizes(
     vector_add.BENCHMARK,
     measurement.doc,
-    min_bytes=vector_add.bytes_moved(2**24, torch.float32),
+    min_work=vector_add.bytes_moved(2**24, torch.float32),
     ceiling_goal=0.90,
     baseline_goal=0.95,
 )

@@ -74,11 +74,42 @@ class BenchmarkSpec:
     )
     # Extra keys for the measurement file, such as the fixed dimensions of the inputs.
     details: Mapping[str, Any] = field(default_factory=dict)
+    # The series Triton is compared with, by name. None: PyTorch eager (``torch_eager``)
+    # and ``torch.compile`` of it, compiled afresh for each size.
+    baselines: Mapping[str, Callable[..., Output]] | None = None
+    # Providers whose peak memory is recorded beside the others but that are not timed,
+    # such as a naive version that runs out of memory at large sizes.
+    memory_only: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
 
     @property
     def backward(self) -> bool:
         """Whether this benchmark times a backward pass."""
         return bool(self.grad_inputs)
+
+    @property
+    def series_names(self) -> tuple[str, ...]:
+        """The names of the timed series, Triton first."""
+        baselines = DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
+        return ("Triton", *baselines)
+
+    def providers(self) -> dict[str, Callable[..., Output]]:
+        """The timed providers by series name, for one size (``torch.compile`` is compiled
+        afresh each time this is called)."""
+        if self.baselines is None:
+            return {
+                "Triton": self.triton,
+                "PyTorch": self.torch_eager,
+                "torch.compile": _compiled_for_one_shape(self.torch_eager),
+            }
+        return {"Triton": self.triton, **self.baselines}
+
+
+DEFAULT_BASELINES = ("PyTorch", "torch.compile")
+
+
+class ProviderUnavailable(RuntimeError):
+    """Raised by a baseline that cannot run on this machine (a missing SDPA backend, say);
+    the harness records why and leaves its series out."""
 
 
 class CorrectnessError(AssertionError):
@@ -217,12 +248,17 @@ def _timed_call(
     return (lambda: out.backward(grad_output, retain_graph=True)), leaves
 
 
-def peak_memory_mb(step: Callable[[], None]) -> float:
-    """Peak GPU memory that ``step`` allocates beyond what is already allocated, in MB."""
+def peak_memory_mb(step: Callable[[], None]) -> float | None:
+    """Peak GPU memory that ``step`` allocates beyond what is already allocated, in MB;
+    None if it ran out of memory."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    step()
+    try:
+        step()
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return None
     torch.cuda.synchronize()
     return (torch.cuda.max_memory_allocated() - before) / 1e6
 
@@ -259,24 +295,34 @@ def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., to
 
 
 def measure(spec: BenchmarkSpec) -> dict[str, Any]:
-    """Check, then time, every provider at every GPU size; return a measurement document."""
+    """Check, then time, every provider at every GPU size; return a measurement document.
+
+    A baseline that raises :class:`ProviderUnavailable` at its first check is left out of
+    the series, and the reason is recorded under ``unavailable``.
+    """
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
     device = kernel_device()
-    series: dict[str, list[float]] = {"Triton": [], "PyTorch": [], "torch.compile": []}
-    peak_memory: dict[str, list[float]] = {name: [] for name in series}
+    series: dict[str, list[float]] = {name: [] for name in spec.series_names}
+    unavailable: dict[str, str] = {}
+    peak_memory: dict[str, list[float | None]] = {
+        name: [] for name in (*spec.series_names, *spec.memory_only)
+    }
     worst_error = 0.0
     for size in spec.gpu_sizes:
-        providers = {
-            "Triton": spec.triton,
-            "PyTorch": spec.torch_eager,
-            "torch.compile": _compiled_for_one_shape(spec.torch_eager),
-        }
-        for name, fn in providers.items():
+        providers = {n: fn for n, fn in spec.providers().items() if n not in unavailable}
+        for name, fn in list(providers.items()):
             if name != "Triton" and not spec.check_baselines:
                 continue
             # Fresh random inputs for every check: a fast version must be right on any input.
-            result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
+            try:
+                result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
+            except ProviderUnavailable as reason:
+                if series[name]:
+                    raise  # it ran at an earlier size: a failure now is a real one
+                unavailable[name] = str(reason)
+                del providers[name], series[name], peak_memory[name]
+                continue
             worst_error = max(worst_error, result.relative_error)
         generator = torch.Generator(device=device).manual_seed(size)
         inputs = spec.make_inputs(size, spec.dtype, device, generator)
@@ -284,7 +330,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             call, leaves = _timed_call(spec, fn, inputs)
             series[name].append(_rate(spec, size, time_ms(call, leaves)))
             del call, leaves
-            if spec.peak_memory_step is not None:
+        if spec.peak_memory_step is not None:
+            for name, fn in {**providers, **spec.memory_only}.items():
                 step = functools.partial(spec.peak_memory_step, fn, inputs)
                 peak_memory[name].append(peak_memory_mb(step))
         del inputs
@@ -320,6 +367,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
         },
         "environment": provenance.capture(),
     }
+    if unavailable:
+        doc["unavailable"] = unavailable
     if spec.peak_memory_step is not None:
         doc["peak_memory_mb"] = peak_memory
     return doc

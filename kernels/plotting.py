@@ -6,6 +6,7 @@ in the image stays short (axis labels, legend); the provenance caption is kept b
 the figure and written into the page as text, so that it can be translated.
 """
 
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -20,6 +21,10 @@ PROVIDER_COLOURS = {
     "PyTorch": "#ff7f0e",
     "torch.compile": "#2ca02c",
     "cuBLAS": "#d62728",
+    "SDPA flash": "#ff7f0e",
+    "SDPA cuDNN": "#2ca02c",
+    "SDPA efficient": "#9467bd",
+    "naive": "#8c564b",
 }
 _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CEILING_COLOUR = "#555555"
@@ -66,11 +71,14 @@ def plot_measurement(measurement: Measurement) -> Figure:
 
 def plot_peak_memory(measurement: Measurement) -> Figure:
     """Draw the peak GPU memory of one training step per provider, recorded beside a
-    benchmark (``peak_memory_mb``), with the same caption as its speed figure."""
+    benchmark (``peak_memory_mb``), with the same caption as its speed figure. A size at
+    which a provider ran out of memory (recorded as None) is a gap in its line."""
     doc = measurement.doc
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for index, (provider, values) in enumerate(doc["peak_memory_mb"].items()):
-        ax.plot(doc["x"], values, marker="o", markersize=3.5, linewidth=1.8,
+        # None marks a size at which the provider ran out of memory: a gap in its line.
+        megabytes = [math.nan if v is None else v for v in values]
+        ax.plot(doc["x"], megabytes, marker="o", markersize=3.5, linewidth=1.8,
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

@@ -1,27 +1,32 @@
-"""What a gallery page prints under its figure: the large sizes, against the ceiling and
-the faster of the PyTorch baselines, read from the measurement itself."""
+"""What a gallery page prints under its figure: the sizes that matter, against the ceiling
+and a baseline (by default the fastest at each size), read from the measurement itself."""
 
 from typing import Any
 
 from kernels.bench import BenchmarkSpec
 
-BASELINES = ("PyTorch", "torch.compile")
 
-
-def large_sizes(spec: BenchmarkSpec, doc: dict[str, Any], min_bytes: float) -> list[dict[str, Any]]:
-    """One row per measured size whose call moves at least ``min_bytes``: the Triton rate,
-    its share of the ceiling, and its ratio to the faster baseline at that size."""
+def large_sizes(
+    spec: BenchmarkSpec,
+    doc: dict[str, Any],
+    min_work: float,
+    against: str | None = None,
+) -> list[dict[str, Any]]:
+    """One row per measured size whose call needs at least ``min_work`` (bytes or FLOPs,
+    as the spec counts them): the Triton rate, its share of the ceiling, and its ratio to
+    the ``against`` series, or to the fastest baseline at that size."""
     rows = []
     ceiling = doc["ceiling"]["value"]
+    baselines = [name for name in doc["series"] if name != "Triton"]
     for index, size in enumerate(doc["x"]):
-        moved = spec.work(size, spec.dtype)
-        if moved < min_bytes:
+        work = spec.work(size, spec.dtype)
+        if work < min_work:
             continue
         triton_rate = doc["series"]["Triton"][index]
-        best = max(BASELINES, key=lambda name: doc["series"][name][index])
+        best = against or max(baselines, key=lambda name: doc["series"][name][index])
         rows.append({
             "size": size,
-            "megabytes": moved / 1e6,
+            "work": work,
             "triton": triton_rate,
             "of_ceiling": triton_rate / ceiling,
             "best_baseline": best,
@@ -33,28 +38,39 @@ def large_sizes(spec: BenchmarkSpec, doc: dict[str, Any], min_bytes: float) -> l
 def print_large_sizes(
     spec: BenchmarkSpec,
     doc: dict[str, Any],
-    min_bytes: float = 256e6,
+    min_work: float = 256e6,
     *,
     ceiling_goal: float | None = None,
     baseline_goal: float | None = None,
+    against: str | None = None,
 ) -> list[dict[str, Any]]:
     """Print :func:`large_sizes` as a table and return its rows.
 
     With ``ceiling_goal`` (a share of the ceiling) or ``baseline_goal`` (a ratio to the
-    faster baseline), each row also says whether the measurement reached it.
+    baseline), each row also says whether the measurement reached it.
     """
-    rows = large_sizes(spec, doc, min_bytes)
-    print(f"Sizes where one call moves at least {min_bytes / 1e6:,.0f} MB ({spec.metric}):")
+    rows = large_sizes(spec, doc, min_work, against)
+    if spec.metric == "GB/s":
+        unit, scale, work_label = "MB", 1e6, "MB/call"
+        print(
+            f"Sizes where one call moves at least {min_work / scale:,.0f} {unit} ({spec.metric}):"
+        )
+    else:
+        unit, scale, work_label = "GFLOP", 1e9, "GFLOP"
+        print(
+            f"Sizes where one call needs at least {min_work / scale:,.0f} {unit} ({spec.metric}):"
+        )
+    baseline_label = against or "faster baseline"
     goals = []
     if ceiling_goal is not None:
         goals.append(f"goal {ceiling_goal:.0%}")
     if baseline_goal is not None:
         goals.append(f"goal {baseline_goal:.2f}x")
     if goals:
-        print("Goals: a share of the ceiling, a ratio to the faster baseline; met in this run?")
+        print(f"Goals: a share of the ceiling, a ratio to the {baseline_label}; met in this run?")
     print(
-        f"{spec.x_name:>11} {'MB/call':>8} {'Triton':>8} {'of ceiling':>11} "
-        f"{'faster baseline':>16} {'Triton vs it':>13}" + "".join(f" {g:>13}" for g in goals)
+        f"{spec.x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
+        f"{baseline_label:>16} {'Triton vs it':>13}" + "".join(f" {g:>13}" for g in goals)
     )
     for row in rows:
         verdicts = []
@@ -63,7 +79,7 @@ def print_large_sizes(
         if baseline_goal is not None:
             verdicts.append("met" if row["vs_best"] >= baseline_goal else "MISSED")
         print(
-            f"{row['size']:>11,} {row['megabytes']:>8,.0f} {row['triton']:>8,.0f} "
+            f"{row['size']:>11,} {row['work'] / scale:>9,.0f} {row['triton']:>8,.0f} "
             f"{row['of_ceiling']:>11.1%} {row['best_baseline']:>16} {row['vs_best']:>12.2f}x"
             + "".join(f" {v:>13}" for v in verdicts)
         )

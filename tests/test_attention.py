@@ -1,0 +1,141 @@
+"""FlashAttention forward and backward against float64 at awkward shapes (sequence
+lengths that are not a multiple of the 16-query blocks the interpreter uses, one token,
+causal with one block), the float64 reference itself, and rejected inputs."""
+
+import math
+
+import pytest
+import torch
+from kernel_inputs import OTHER_DEVICE, assert_close_to_float64, randn
+
+from kernels import attention
+from kernels.bench import RELATIVE_TOLERANCE, check, relative_error
+
+HALF = (torch.float16, torch.bfloat16)
+SHAPES = {
+    "one-block": (1, 2, 16, 64),
+    "odd-length": (1, 1, 37, 64),
+    "head-dim-128": (2, 1, 50, 128),
+    "one-token": (1, 1, 1, 32),
+}
+
+
+def qkv_and_grad(shape: tuple[int, ...], dtype: torch.dtype) -> list[torch.Tensor]:
+    return [randn(*shape, dtype=dtype, seed=seed) for seed in range(4)]
+
+
+def float64_gradients(fn, inputs: list[torch.Tensor], causal: bool):
+    """The output and the gradients of Q, K, V of ``fn`` evaluated on float64 copies."""
+    *qkv, grad_out = [t.double() for t in inputs]
+    leaves = [t.requires_grad_() for t in qkv]
+    out = fn(*leaves, causal)
+    out.backward(grad_out)
+    return out.detach(), [t.grad for t in leaves]
+
+
+def assert_gradient_close(grad: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> None:
+    # With one token the softmax is constant: the exact gradients of Q and K are zero.
+    if reference.abs().max() == 0:
+        assert grad.abs().max() <= 1e-6
+    else:
+        assert_close_to_float64(grad, reference, dtype)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+def test_forward_and_backward_match_float64(shape, dtype: torch.dtype, causal: bool) -> None:
+    inputs = qkv_and_grad(shape, dtype)
+    *qkv, grad_out = inputs
+    leaves = [t.clone().requires_grad_() for t in qkv]
+    out = attention.attention(*leaves, causal=causal)
+    out.backward(grad_out)
+    ref_out, ref_grads = float64_gradients(attention.naive_attention, inputs, causal)
+    assert out.shape == shape and out.dtype == dtype
+    assert_close_to_float64(out, ref_out, dtype)
+    for leaf, ref_grad in zip(leaves, ref_grads, strict=True):
+        assert_gradient_close(leaf.grad, ref_grad, dtype)
+
+
+def test_causal_output_ignores_future_keys() -> None:
+    q, k, v, _ = qkv_and_grad((1, 1, 40, 64), torch.float16)
+    out = attention.attention(q, k, v, causal=True)
+    k2, v2 = k.clone(), v.clone()
+    k2[..., 20:, :] += 5.0
+    v2[..., 20:, :] -= 5.0
+    changed = attention.attention(q, k2, v2, causal=True)
+    assert torch.equal(out[..., :20, :], changed[..., :20, :])
+    assert not torch.equal(out[..., 20:, :], changed[..., 20:, :])
+
+
+def test_custom_scale_matches_float64() -> None:
+    q, k, v, _ = qkv_and_grad((1, 1, 24, 32), torch.float16)
+    out = attention.attention(q, k, v, sm_scale=0.5)
+    scores = (q.double() @ k.double().transpose(-2, -1)) * 0.5
+    assert_close_to_float64(out, torch.softmax(scores, -1) @ v.double(), torch.float16)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_reference_used_at_scale_matches_autograd_of_the_formula(causal: bool) -> None:
+    # The benchmark checks every provider against ReferenceAttention (one head at a time,
+    # hand-written gradients); here it is checked against autograd of the plain formula.
+    inputs = [t.double() for t in qkv_and_grad((2, 3, 19, 16), torch.float32)]
+    out, grads = float64_gradients(attention.ReferenceAttention.apply, inputs, causal)
+    ref_out, ref_grads = float64_gradients(attention.naive_attention, inputs, causal)
+    assert relative_error(out, ref_out) < 1e-12
+    for grad, ref_grad in zip(grads, ref_grads, strict=True):
+        assert relative_error(grad, ref_grad) < 1e-12
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        attention.BENCHMARK,
+        attention.CAUSAL_BENCHMARK,
+        attention.BACKWARD_BENCHMARK,
+        attention.CAUSAL_BACKWARD_BENCHMARK,
+    ],
+    ids=lambda s: s.name,
+)
+def test_benchmark_inputs_pass_the_harness_check(spec) -> None:
+    for size in spec.interpreter_sizes:
+        assert check(spec, size).relative_error <= RELATIVE_TOLERANCE[spec.dtype]
+
+
+def test_empty_sequence_gives_an_empty_result() -> None:
+    q = randn(1, 2, 0, 64, dtype=torch.float16)
+    assert attention.attention(q, q, q).shape == (1, 2, 0, 64)
+
+
+def half(*shape: int) -> torch.Tensor:
+    return randn(*shape, dtype=torch.float16)
+
+
+GOOD = (1, 2, 8, 64)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: (half(*GOOD).to(OTHER_DEVICE), half(*GOOD), half(*GOOD)), ValueError, r"^q is on"),
+        (lambda: (half(*GOOD), half(1, 2, 64, 8).transpose(-1, -2), half(*GOOD)), ValueError,
+         r"k is not contiguous"),
+        (lambda: (half(*GOOD), half(*GOOD), randn(*GOOD)), TypeError, r"v has dtype float32"),
+        (lambda: (half(2, 8, 64), half(2, 8, 64), half(2, 8, 64)), ValueError,
+         r"q has shape \(2, 8, 64\); it must be \(batch, heads, seq_len, head_dim\)"),
+        (lambda: (half(*GOOD), half(1, 2, 9, 64), half(*GOOD)), ValueError,
+         r"q has shape \(1, 2, 8, 64\) but k has shape \(1, 2, 9, 64\)"),
+        (lambda: (half(1, 2, 8, 48),) * 3, ValueError, r"head_dim 48; this kernel takes 16, 32"),
+    ],
+    ids=["device", "strided", "dtype", "3d", "lengths", "head-dim"],
+)  # fmt: skip
+def test_rejects_bad_input(make, error, message) -> None:
+    with pytest.raises(error, match=message):
+        attention.attention(*make())
+
+
+def test_default_scale_is_one_over_root_head_dim() -> None:
+    q, k, v, _ = qkv_and_grad((1, 1, 16, 64), torch.float16)
+    assert torch.equal(
+        attention.attention(q, k, v), attention.attention(q, k, v, sm_scale=1 / math.sqrt(64))
+    )
