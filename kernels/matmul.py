@@ -130,12 +130,13 @@ def _config(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config
 # Candidates for Hopper (228 KiB of shared memory per SM, warp-group MMA over 64 rows):
 # large tiles with 8 warps for large products, smaller ones for small or skinny ones.
 # Each stage of the pipeline holds a tile of A and one of B in shared memory, e.g.
-# (128 + 256) x 64 x 2 bytes = 48 KiB for the first; four stages would not fit.
+# (128 + 256) x 64 x 2 bytes = 48 KiB for the first; four such stages would not fit
+# beside the rest, so the longer pipeline takes thinner steps along K (BLOCK_K = 32).
 HOPPER_CONFIGS = [
     _config(128, 256, 64, 3, 8),
+    _config(128, 256, 32, 5, 8),
     _config(256, 128, 64, 3, 8),
     _config(128, 128, 64, 4, 8),
-    _config(128, 128, 64, 4, 4),
     _config(64, 256, 64, 4, 4),
     _config(128, 64, 64, 4, 4),
     _config(64, 128, 128, 4, 4),

@@ -61,13 +61,14 @@ def print_large_sizes(
             f"Sizes where one call needs at least {min_work / scale:,.0f} {unit} ({spec.metric}):"
         )
     baseline_label = against or "faster baseline"
+    baseline_phrase = against or "the faster baseline"
     goals = []
     if ceiling_goal is not None:
         goals.append(f"goal {ceiling_goal:.0%}")
     if baseline_goal is not None:
         goals.append(f"goal {baseline_goal:.2f}x")
     if goals:
-        print(f"Goals: a share of the ceiling, a ratio to the {baseline_label}; met in this run?")
+        print(f"Goals: a share of the ceiling, a ratio to {baseline_phrase}; met in this run?")
     print(
         f"{spec.x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
         f"{baseline_label:>16} {'Triton vs it':>13}" + "".join(f" {g:>13}" for g in goals)

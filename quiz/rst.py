@@ -21,8 +21,13 @@ def to_rst_inline(text: str) -> str:
     pieces = []
     for index, part in enumerate(parts):
         if index % 2 and part.strip():
-            # Escaped spaces let the literal touch neighbouring characters.
-            pieces.append(f"\\ ``{part}``\\ ")
+            # An escaped space lets the literal touch a neighbouring character (as in
+            # `x`s); next to a real space it would swallow that space.
+            before = parts[index - 1]
+            after = parts[index + 1]
+            opening = "\\ " if before and not before[-1].isspace() else ""
+            closing = "\\ " if after and not after[0].isspace() else ""
+            pieces.append(f"{opening}``{part}``{closing}")
         else:
             pieces.append(escape(part))
     return " ".join("".join(pieces).split())

@@ -139,3 +139,13 @@ def test_default_scale_is_one_over_root_head_dim() -> None:
     assert torch.equal(
         attention.attention(q, k, v), attention.attention(q, k, v, sm_scale=1 / math.sqrt(64))
     )
+
+
+def test_gpu_tiles_fit_the_causal_loop_bounds() -> None:
+    # The unmasked loop stops at the diagonal, a multiple of the owner's block: the
+    # visiting block must divide it, or one block would straddle the diagonal unmasked.
+    for (kernel, _), tiles in attention.GPU_TILES.items():
+        owner, visitor = tiles.block_m, tiles.block_n
+        if kernel == "backward_kv":
+            owner, visitor = visitor, owner
+        assert owner % visitor == 0, (kernel, tiles)

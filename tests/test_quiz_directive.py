@@ -107,7 +107,11 @@ def test_missing_bank_fails_the_build(tmp_path: Path) -> None:
     ("text", "rst"),
     [
         ("plain words.", "plain words."),
-        ("What is `tl.constexpr`?", "What is \\ ``tl.constexpr``\\ ?"),
+        ("What is `tl.constexpr`?", "What is ``tl.constexpr``\\ ?"),
+        # A space beside the code stays a space (it once vanished: "nox</code>on").
+        ("by `nox -s docs` on", "by ``nox -s docs`` on"),
+        ("(`x`s)", "(\\ ``x``\\ s)"),
+        ("`x` first", "``x`` first"),
         ("a*b_c|d", "a\\*b\\_c\\|d"),
         ("an `unmatched backtick", "an \\`unmatched backtick"),
     ],
