@@ -106,3 +106,60 @@ def test_bench_command_line_finds_every_benchmark() -> None:
     )
     assert result.returncode == 2
     assert "known: " + ", ".join(bench.discover()) in result.stderr
+
+
+def test_default_baselines_are_pytorch_eager_and_torch_compile() -> None:
+    assert vector_add.BENCHMARK.series_names == ("Triton", "PyTorch", "torch.compile")
+
+
+def _add_spec(baselines: dict) -> bench.BenchmarkSpec:
+    return bench.BenchmarkSpec(
+        **{**vector_add.BENCHMARK.__dict__, "gpu_sizes": [64, 128], "baselines": baselines}
+    )
+
+
+def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bookkeeping of measure() without a GPU: timing and the ceiling are replaced by
+    # stand-ins, so only which series are kept and what is recorded is under test.
+    def unavailable(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        raise bench.ProviderUnavailable("no such backend here")
+
+    monkeypatch.setattr(bench, "interpreted", lambda: False)
+    monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
+    monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
+    monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
+    spec = _add_spec({"eager": torch.add, "missing": unavailable})
+    assert spec.series_names == ("Triton", "eager", "missing")
+    doc = bench.measure(spec)
+    assert list(doc["series"]) == ["Triton", "eager"]
+    assert all(len(values) == 2 for values in doc["series"].values())
+    assert doc["unavailable"] == {"missing": "no such backend here"}
+    assert doc["check"]["providers"] == ["Triton", "eager"]
+
+
+def test_a_baseline_that_fails_after_running_fails_the_measurement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def only_small(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.numel() > 64:
+            raise bench.ProviderUnavailable("gone")
+        return x + y
+
+    monkeypatch.setattr(bench, "interpreted", lambda: False)
+    monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
+    with pytest.raises(bench.ProviderUnavailable, match="gone"):
+        bench.measure(_add_spec({"flaky": only_small}))
+
+
+@cpu_path
+def test_peak_memory_figure_leaves_a_gap_where_a_provider_ran_out_of_memory() -> None:
+    from kernels.plotting import plot_peak_memory
+
+    doc = measurements.load("vector_add")
+    doc["peak_memory_mb"] = {"Triton": [1.0] * len(doc["x"]), "naive": [2.0] * len(doc["x"])}
+    doc["peak_memory_mb"]["naive"][-1] = None
+    figure = plot_peak_memory(bench.Measurement(doc, fresh=False))
+    naive = figure.axes[0].get_lines()[1]
+    assert math.isnan(naive.get_ydata()[-1]) and naive.get_ydata()[0] == 2.0
