@@ -6,11 +6,16 @@ float32 accumulator with ``tl.dot`` (tensor cores on the GPU). The tile sizes, t
 number of warps and the software-pipelining depth are chosen by ``triton.autotune`` from
 a few configurations that suit Hopper; the order in which programs take tiles is grouped
 so that programs running at the same time share the tiles of ``A`` and ``B`` in L2.
+
+Two kernels share that plan: :func:`matmul_kernel` computes the address of every element
+of a tile (it takes any strides), and :func:`matmul_tma_kernel` has Hopper's Tensor
+Memory Accelerator copy whole tiles from descriptors (it needs 16-byte-aligned rows).
 """
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.bench import BenchmarkSpec
 from kernels.checks import check_tensor
@@ -44,6 +49,17 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 def gelu_tanh(x):
     """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z)."""
     return x * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
+
+
+@triton.jit
+def epilogue(acc, ACTIVATION: tl.constexpr):
+    """The activation, applied to the float32 tile while it is still in registers, so
+    that it costs no extra pass over C."""
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu":
+        acc = gelu_tanh(acc)
+    return acc
 
 
 @triton.jit
@@ -88,18 +104,41 @@ def matmul_kernel(
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    # The epilogue: the activation is applied to the float32 tile while it is still in
-    # registers, so it costs no extra pass over C.
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "gelu":
-        acc = gelu_tanh(acc)
-
+    acc = epilogue(acc, ACTIVATION)
     out_rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + out_rows[:, None] * stride_cm + out_cols[None, :] * stride_cn
     mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def matmul_tma_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # The same product, with tiles moved by the Tensor Memory Accelerator (Hopper and
+    # later): a descriptor knows the matrix's shape and strides, the kernel names a tile
+    # by the coordinates of its corner, and the copy engine fetches it into shared
+    # memory without the threads computing an address. Parts of a tile outside the
+    # matrix read as zero and are not written, so no masks are needed.
+    tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+        acc = tile_dot(a, b, acc)
+    acc = epilogue(acc, ACTIVATION)
+    c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
 @triton.jit
@@ -124,6 +163,24 @@ def _config(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config
         {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
         num_stages=stages,
         num_warps=warps,
+    )
+
+
+def _set_descriptor_tiles(args: dict) -> None:
+    # A descriptor carries the shape of the tiles it moves: set it to the tile sizes of
+    # the configuration about to run (called by autotune before each launch).
+    block_m, block_n, block_k = args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"]
+    args["a_desc"].block_shape = [block_m, block_k]
+    args["b_desc"].block_shape = [block_k, block_n]
+    args["c_desc"].block_shape = [block_m, block_n]
+
+
+def _with_descriptor_tiles(config: triton.Config) -> triton.Config:
+    return triton.Config(
+        config.kwargs,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        pre_hook=_set_descriptor_tiles,
     )
 
 
@@ -152,7 +209,11 @@ INTERPRETER_CONFIG = triton.Config(
 
 def _configs_for_this_machine(configs: list[triton.Config], named_args: dict, **kwargs: object):
     # The interpreter would time every candidate in Python: give it one small tile.
-    return [INTERPRETER_CONFIG] if interpreted() else configs
+    if not interpreted():
+        return configs
+    small = INTERPRETER_CONFIG
+    return [triton.Config(small.kwargs, num_warps=small.num_warps,
+                          num_stages=small.num_stages, pre_hook=configs[0].pre_hook)]  # fmt: skip
 
 
 tuned_matmul_kernel = triton.autotune(
@@ -160,6 +221,23 @@ tuned_matmul_kernel = triton.autotune(
     key=["M", "N", "K"],
     prune_configs_by={"early_config_prune": _configs_for_this_machine},
 )(matmul_kernel)
+
+tuned_matmul_tma_kernel = triton.autotune(
+    configs=[_with_descriptor_tiles(config) for config in HOPPER_CONFIGS],
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _configs_for_this_machine},
+)(matmul_tma_kernel)
+
+
+def tma_applies(*matrices: torch.Tensor) -> bool:
+    """Whether :func:`matmul` moves tiles with the Tensor Memory Accelerator: on GPUs that
+    have one (compute capability 9.0 and up; the interpreter emulates it) and when each
+    matrix starts and strides its rows on 16-byte boundaries, as a descriptor needs."""
+    if not interpreted() and torch.cuda.get_device_capability(matrices[0].device) < (9, 0):
+        return False
+    return all(
+        t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in matrices
+    )
 
 
 def _grid(M: int, N: int):
@@ -201,9 +279,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
-    tuned_matmul_kernel[_grid(M, N)](
-        a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation
-    )
+    if K == 0:
+        # An empty sum is zero, and both activations map zero to zero.
+        return c.zero_()
+    if tma_applies(a, b, c):
+        # Placeholder tile shapes: the configuration's pre-hook sets the real ones.
+        descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
+        tuned_matmul_tma_kernel[_grid(M, N)](*descriptors, M, N, K, ACTIVATION=activation)
+    else:
+        tuned_matmul_kernel[_grid(M, N)](
+            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation
+        )
     return c
 
 

@@ -12,6 +12,10 @@ from kernels.bench import check
 HALF = (torch.float16, torch.bfloat16)
 
 
+def half(*shape: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
+    return randn(*shape, dtype=dtype)
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 @pytest.mark.parametrize(
     ("m", "k", "n"),
@@ -33,6 +37,28 @@ def test_fused_activation_matches_float64(activation: str, dtype: torch.dtype) -
     reference = matmul.torch_matmul(a.double(), b.double(), activation)
     assert_close_to_float64(out, reference, dtype)
     assert (out >= 0).all() if activation == "relu" else (out < 0).any()
+
+
+def test_aligned_matrices_take_the_tma_path_and_others_the_pointer_path() -> None:
+    assert matmul.tma_applies(half(32, 64), half(64, 48), half(32, 48))
+    # Rows of 37 half-precision values are 74 bytes: not a multiple of 16.
+    assert not matmul.tma_applies(half(32, 37), half(37, 48))
+    assert not matmul.tma_applies(half(32, 64)[:, 1:])
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_tma_and_pointer_kernels_agree_with_float64(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40 x 24 is two and a half by one and a half tiles: both kernels handle the edges.
+    a, b = randn(40, 64, dtype=dtype, seed=3), randn(64, 24, dtype=dtype, seed=4)
+    reference = matmul.torch_matmul(a.double(), b.double(), "gelu")
+    assert matmul.tma_applies(a, b)
+    with_tma = matmul.matmul(a, b, "gelu")
+    monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    with_pointers = matmul.matmul(a, b, "gelu")
+    assert_close_to_float64(with_tma, reference, dtype)
+    assert_close_to_float64(with_pointers, reference, dtype)
 
 
 def test_empty_inner_dimension_gives_zeros() -> None:
@@ -64,10 +90,6 @@ def test_group_of_one_row_is_row_major_and_a_partial_group_is_covered() -> None:
     assert sorted(order.flatten().tolist()) == list(range(15))
     # The last group holds the fifth row alone: its programs run along it in order.
     assert order[4].tolist() == [12, 13, 14]
-
-
-def half(*shape: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
-    return randn(*shape, dtype=dtype)
 
 
 @pytest.mark.parametrize(
