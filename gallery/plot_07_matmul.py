@@ -125,6 +125,7 @@ for activation in matmul.ACTIVATIONS:
 # ``grouped_tile`` for every program and writes the program's number into its tile.
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 
 from kernels.plotting import set_caption
 
@@ -139,9 +140,9 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
     ax.imshow(order, cmap="Blues_r", alpha=0.35)
     for row in range(TILES):
         for col in range(TILES):
-            weight = "bold" if first[row, col] else "normal"
-            ax.text(col, row, int(order[row, col]), ha="center", va="center", fontsize=7,
-                    fontweight=weight)  # fmt: skip
+            if first[row, col]:
+                ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, color="#ff7f0e", alpha=0.6))
+            ax.text(col, row, int(order[row, col]), ha="center", va="center", fontsize=7)
     ax.set_title(f"GROUP_M = {group_m}")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -154,7 +155,8 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
 set_caption(
     fig,
     f"Program numbers on a grid of {TILES} x {TILES} tiles of C, computed by "
-    f"`grouped_tile` in a Triton kernel; the first {IN_FLIGHT} programs in bold.",
+    f"`grouped_tile` in a Triton kernel; the tiles of the first {IN_FLIGHT} programs are "
+    "shaded orange.",
 )
 
 # %%
