@@ -104,8 +104,15 @@ QUIZ_OF_PAGE = {
     "plot_04_rms_norm": "rms_norm",
     "plot_05_dropout": "dropout",
     "plot_06_cross_entropy": "cross_entropy",
+    "plot_07_matmul": "matmul",
+    "plot_08_flash_attention": "flash_attention",
 }
-FIGURES_OF_PAGE = {"plot_03_layer_norm": 2, "plot_06_cross_entropy": 3}
+FIGURES_OF_PAGE = {
+    "plot_03_layer_norm": 2,
+    "plot_06_cross_entropy": 3,
+    "plot_07_matmul": 3,
+    "plot_08_flash_attention": 5,
+}
 
 
 @pytest.mark.parametrize("page", GALLERY_PAGES)
