@@ -256,7 +256,12 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
     before = torch.cuda.memory_allocated()
     try:
         step()
+        ran_out = False
     except torch.cuda.OutOfMemoryError:
+        ran_out = True
+    if ran_out:
+        # Outside the except block: the traceback, which holds the step's partial
+        # tensors, is gone, so their memory can be returned.
         torch.cuda.empty_cache()
         return None
     torch.cuda.synchronize()
