@@ -127,6 +127,8 @@ def from_4k_tokens(spec: BenchmarkSpec) -> float:
 
 forward = measure_or_load(attention.BENCHMARK)
 figure = plot_measurement(forward)
+for backend, reason in forward.doc.get("unavailable", {}).items():
+    print(f"{backend} did not run on this machine ({reason}); it has no line.")
 
 # %%
 # Our goal for the forward pass is 1.3 times the flash backend of SDPA from 4K tokens up.

@@ -302,8 +302,8 @@ def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., to
 def measure(spec: BenchmarkSpec) -> dict[str, Any]:
     """Check, then time, every provider at every GPU size; return a measurement document.
 
-    A baseline that raises :class:`ProviderUnavailable` at its first check is left out of
-    the series, and the reason is recorded under ``unavailable``.
+    A baseline that raises :class:`ProviderUnavailable` at any size's check is left out
+    of the series, and the size and the reason are recorded under ``unavailable``.
     """
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
@@ -323,9 +323,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             try:
                 result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
             except ProviderUnavailable as reason:
-                if series[name]:
-                    raise  # it ran at an earlier size: a failure now is a real one
-                unavailable[name] = str(reason)
+                # A series with a hole would draw a misleading line: leave it out whole.
+                unavailable[name] = f"at {spec.x_name}={size}: {reason}"
                 del providers[name], series[name], peak_memory[name]
                 continue
             worst_error = max(worst_error, result.relative_error)

@@ -135,22 +135,25 @@ def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded(
     doc = bench.measure(spec)
     assert list(doc["series"]) == ["Triton", "eager"]
     assert all(len(values) == 2 for values in doc["series"].values())
-    assert doc["unavailable"] == {"missing": "no such backend here"}
+    assert doc["unavailable"] == {"missing": "at N=64: no such backend here"}
     assert doc["check"]["providers"] == ["Triton", "eager"]
 
 
-def test_a_baseline_that_fails_after_running_fails_the_measurement(
+def test_a_baseline_that_stops_running_at_a_larger_size_is_left_out_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def only_small(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if x.numel() > 64:
-            raise bench.ProviderUnavailable("gone")
+            raise bench.ProviderUnavailable("too large")
         return x + y
 
     monkeypatch.setattr(bench, "interpreted", lambda: False)
     monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
-    with pytest.raises(bench.ProviderUnavailable, match="gone"):
-        bench.measure(_add_spec({"flaky": only_small}))
+    monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
+    monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
+    doc = bench.measure(_add_spec({"eager": torch.add, "small only": only_small}))
+    assert list(doc["series"]) == ["Triton", "eager"]
+    assert doc["unavailable"] == {"small only": "at N=128: too large"}
 
 
 @cpu_path
