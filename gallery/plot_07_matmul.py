@@ -215,6 +215,14 @@ if square.fresh:
         print(f"  M, N, K = {key[:3]}: {config}")
 
 # %%
+# Read the figure: small products leave most of the GPU idle (a 512 x 512 product has
+# only a few dozen tiles for 132 multiprocessors), so neither library gets near the
+# ceiling there. From a few thousand up the autotuned Triton kernel runs within a few
+# percent of cuBLAS; the table above says by how much in this run. The dashed ceiling
+# is cuBLAS at 8192 measured at the end of the run, after minutes of work have warmed the
+# GPU: a smaller product measured earlier can run above it, because a hot H200 lowers its
+# clock to stay within its power limit.
+#
 # A skinny product
 # ----------------
 #
@@ -223,9 +231,7 @@ if square.fresh:
 
 skinny = measure_or_load(matmul.SKINNY_BENCHMARK)
 figure = plot_measurement(skinny)
-large = print_large_sizes(
-    matmul.SKINNY_BENCHMARK, skinny.doc, min_work=0, baseline_goal=0.95, against="cuBLAS"
-)
+large = print_large_sizes(matmul.SKINNY_BENCHMARK, skinny.doc, min_work=0, against="cuBLAS")
 
 # %%
 # With 16 rows the product does little arithmetic per byte of the weight: it is bound by
