@@ -212,8 +212,8 @@ for index, seq_len in enumerate(doc["x"]):
 # that gap takes Hopper features this page leaves out: warp specialisation (some warps
 # only load tiles while others only multiply), tensor-descriptor loads as in the
 # matrix-product page, and asynchronous tensor-core instructions overlapped with the
-# softmax. Short sequences leave the GPU partly idle: at 1K tokens there are only a few
-# hundred query blocks in all.
+# softmax. Short sequences are slower for everyone: at 1K tokens a program walks only
+# eight key blocks, too few for the loads of one block to hide behind the work on another.
 #
 # The memory figure is the other half of the story. Every fused kernel needs about the
 # size of its output; the formula in PyTorch needs the N x N scores of every head, which
