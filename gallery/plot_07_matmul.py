@@ -188,8 +188,8 @@ set_caption(
 #
 # Square bfloat16 products from 512 to 8192, Triton (autotuned) against cuBLAS
 # (``torch.matmul``). The dashed line is the cuBLAS bfloat16 rate at 8192 measured at the
-# start of the same run: on this kind of work the practical ceiling is the vendor
-# library, not a datasheet number.
+# end of the same run: on this kind of work the practical ceiling is the vendor library,
+# not a datasheet number.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
