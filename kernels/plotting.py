@@ -39,7 +39,7 @@ def _provider_colour(provider: str, index: int) -> str:
 def plot_measurement(measurement: Measurement) -> Figure:
     """Draw a measurement document as the site's standard figure and attach its caption."""
     doc = measurement.doc
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     for index, (provider, values) in enumerate(doc["series"].items()):
         ax.plot(
             doc["x"],
@@ -64,7 +64,8 @@ def plot_measurement(measurement: Measurement) -> Figure:
     highest = max([ceiling["value"], *(v for values in doc["series"].values() for v in values)])
     ax.set_ylim(bottom=0, top=highest * 1.12)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", frameon=False)
+    # Beside the axes, so that no line or the dashed ceiling runs through the labels.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     set_caption(fig, caption(doc["environment"], fresh=measurement.fresh))
     return fig
 
@@ -74,7 +75,7 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     benchmark (``peak_memory_mb``), with the same caption as its speed figure. A size at
     which a provider ran out of memory (recorded as None) is a gap in its line."""
     doc = measurement.doc
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
     for index, (provider, values) in enumerate(doc["peak_memory_mb"].items()):
         # None marks a size at which the provider ran out of memory: a gap in its line.
         megabytes = [math.nan if v is None else v for v in values]
@@ -85,7 +86,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     ax.set_xlabel(doc["x_name"])
     ax.set_ylabel("MB")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", frameon=False)
+    # Beside the axes, so that no line or the dashed ceiling runs through the labels.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     set_caption(fig, caption(doc["environment"], fresh=measurement.fresh))
     return fig
 
