@@ -115,45 +115,34 @@ for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
 # and 2.5 times that for the backward pass (five products against two). The dashed
 # line is cuBLAS's bfloat16 matrix-product rate measured in the same run.
 
-from kernels.bench import BenchmarkSpec, measure_or_load
+from kernels.bench import BenchmarkSpec, Measurement, measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
 from kernels.report import print_large_sizes
 
 
-def from_4k_tokens(spec: BenchmarkSpec) -> float:
-    """The work of one call at 4096 tokens: the table judges the sizes from there up."""
-    return spec.work(4096, spec.dtype)
+def measure_and_judge(spec: BenchmarkSpec, goal: float) -> Measurement:
+    """Measure (or load) ``spec``, draw it, and judge the sizes from 4K tokens up
+    against ``goal`` times the flash backend of SDPA."""
+    measurement = measure_or_load(spec)
+    plot_measurement(measurement)
+    for backend, reason in measurement.doc.get("unavailable", {}).items():
+        print(f"{backend} did not run on this machine ({reason}); it has no line.")
+    from_4k_tokens = spec.work(4096, spec.dtype)
+    print_large_sizes(spec, measurement.doc, from_4k_tokens, baseline_goal=goal,
+                      against="SDPA flash")  # fmt: skip
+    return measurement
 
-
-forward = measure_or_load(attention.BENCHMARK)
-figure = plot_measurement(forward)
-for backend, reason in forward.doc.get("unavailable", {}).items():
-    print(f"{backend} did not run on this machine ({reason}); it has no line.")
 
 # %%
 # Our goal for the forward pass is 1.3 times the flash backend of SDPA from 4K tokens up.
 
-large = print_large_sizes(
-    attention.BENCHMARK,
-    forward.doc,
-    from_4k_tokens(attention.BENCHMARK),
-    baseline_goal=1.3,
-    against="SDPA flash",
-)
+forward = measure_and_judge(attention.BENCHMARK, goal=1.3)
 
 # %%
 # Causal
 # ------
 
-causal = measure_or_load(attention.CAUSAL_BENCHMARK)
-figure = plot_measurement(causal)
-large = print_large_sizes(
-    attention.CAUSAL_BENCHMARK,
-    causal.doc,
-    from_4k_tokens(attention.CAUSAL_BENCHMARK),
-    baseline_goal=1.3,
-    against="SDPA flash",
-)
+causal = measure_and_judge(attention.CAUSAL_BENCHMARK, goal=1.3)
 
 # %%
 # Backward
@@ -162,26 +151,10 @@ large = print_large_sizes(
 # Only ``backward()`` is timed, on a graph built once; the goal is the speed of SDPA's
 # flash backend.
 
-backward = measure_or_load(attention.BACKWARD_BENCHMARK)
-figure = plot_measurement(backward)
-large = print_large_sizes(
-    attention.BACKWARD_BENCHMARK,
-    backward.doc,
-    from_4k_tokens(attention.BACKWARD_BENCHMARK),
-    baseline_goal=1.0,
-    against="SDPA flash",
-)
+backward = measure_and_judge(attention.BACKWARD_BENCHMARK, goal=1.0)
 
 # %%
-causal_backward = measure_or_load(attention.CAUSAL_BACKWARD_BENCHMARK)
-figure = plot_measurement(causal_backward)
-large = print_large_sizes(
-    attention.CAUSAL_BACKWARD_BENCHMARK,
-    causal_backward.doc,
-    from_4k_tokens(attention.CAUSAL_BACKWARD_BENCHMARK),
-    baseline_goal=1.0,
-    against="SDPA flash",
-)
+causal_backward = measure_and_judge(attention.CAUSAL_BACKWARD_BENCHMARK, goal=1.0)
 
 # %%
 # Memory
