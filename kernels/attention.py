@@ -174,6 +174,17 @@ def attention_delta_kernel(
 
 
 @triton.jit
+def _visible(queries, keys, seq_len, CAUSAL_MASK: tl.constexpr):
+    # Which (query, key) pairs of a tile enter the backward pass: both inside the
+    # sequence and, if causal, the key not after the query. ``queries`` and ``keys`` are
+    # positions shaped to broadcast against each other (one a column, one a row).
+    keep = (queries < seq_len) & (keys < seq_len)
+    if CAUSAL_MASK:
+        keep = keep & (queries >= keys)
+    return keep
+
+
+@triton.jit
 def _key_block_gradients(
     grad_k,
     grad_v,
@@ -208,10 +219,7 @@ def _key_block_gradients(
         scores_t = tile_dot(k, q_t, tl.zeros((k.shape[0], BLOCK_M), dtype=tl.float32))
         p_t = tl.math.exp2(scores_t * qk_scale - lse[None, :])
         if CAUSAL_MASK or not EVEN:
-            keep = (rows[None, :] < seq_len) & (cols[:, None] < seq_len)
-            if CAUSAL_MASK:
-                keep = keep & (rows[None, :] >= cols[:, None])
-            p_t = tl.where(keep, p_t, 0.0)
+            p_t = tl.where(_visible(rows[None, :], cols[:, None], seq_len, CAUSAL_MASK), p_t, 0.0)
         # dV += P^T dO;  dP^T = V dO^T;  dS^T = P^T * (dP^T - delta);  dK += dS^T Q.
         grad_v = tile_dot(p_t.to(grad_out.dtype), grad_out, grad_v)
         grad_p_t = tile_dot(v, tl.trans(grad_out), tl.zeros((k.shape[0], BLOCK_M), tl.float32))
@@ -305,10 +313,7 @@ def _query_block_gradient(
         scores = tile_dot(q, k_t, tl.zeros((q.shape[0], BLOCK_N), dtype=tl.float32))
         p = tl.math.exp2(scores * qk_scale - lse[:, None])
         if CAUSAL_MASK or not EVEN:
-            keep = (rows[:, None] < seq_len) & (cols[None, :] < seq_len)
-            if CAUSAL_MASK:
-                keep = keep & (rows[:, None] >= cols[None, :])
-            p = tl.where(keep, p, 0.0)
+            p = tl.where(_visible(rows[:, None], cols[None, :], seq_len, CAUSAL_MASK), p, 0.0)
         # dP = dO V^T;  dS = P * (dP - delta);  dQ += dS K.
         grad_p = tile_dot(grad_out, v_t, tl.zeros((q.shape[0], BLOCK_N), dtype=tl.float32))
         grad_s = p * (grad_p - delta[:, None])
