@@ -256,16 +256,15 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
     before = torch.cuda.memory_allocated()
     try:
         step()
-        ran_out = False
     except torch.cuda.OutOfMemoryError:
-        ran_out = True
-    if ran_out:
-        # Outside the except block: the traceback, which holds the step's partial
-        # tensors, is gone, so their memory can be returned.
-        torch.cuda.empty_cache()
-        return None
-    torch.cuda.synchronize()
-    return (torch.cuda.max_memory_allocated() - before) / 1e6
+        pass
+    else:
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - before) / 1e6
+    # Out of memory. Here, past the except block, the traceback that held the step's
+    # partial tensors is gone, so their memory can be returned.
+    torch.cuda.empty_cache()
+    return None
 
 
 def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
