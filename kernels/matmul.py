@@ -12,6 +12,8 @@ of a tile (it takes any strides), and :func:`matmul_tma_kernel` has Hopper's Ten
 Memory Accelerator copy whole tiles from descriptors (it needs 16-byte-aligned rows).
 """
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -175,12 +177,10 @@ def _set_descriptor_tiles(args: dict) -> None:
     args["c_desc"].block_shape = [block_m, block_n]
 
 
-def _with_descriptor_tiles(config: triton.Config) -> triton.Config:
+def _with_pre_hook(config: triton.Config, pre_hook: Callable[[dict], None] | None) -> triton.Config:
+    """``config`` with ``pre_hook`` run before each launch that uses it."""
     return triton.Config(
-        config.kwargs,
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        pre_hook=_set_descriptor_tiles,
+        config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages, pre_hook=pre_hook
     )
 
 
@@ -211,9 +211,7 @@ def _configs_for_this_machine(configs: list[triton.Config], named_args: dict, **
     # The interpreter would time every candidate in Python: give it one small tile.
     if not interpreted():
         return configs
-    small = INTERPRETER_CONFIG
-    return [triton.Config(small.kwargs, num_warps=small.num_warps,
-                          num_stages=small.num_stages, pre_hook=configs[0].pre_hook)]  # fmt: skip
+    return [_with_pre_hook(INTERPRETER_CONFIG, configs[0].pre_hook)]
 
 
 tuned_matmul_kernel = triton.autotune(
@@ -223,7 +221,7 @@ tuned_matmul_kernel = triton.autotune(
 )(matmul_kernel)
 
 tuned_matmul_tma_kernel = triton.autotune(
-    configs=[_with_descriptor_tiles(config) for config in HOPPER_CONFIGS],
+    configs=[_with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS],
     key=["M", "N", "K"],
     prune_configs_by={"early_config_prune": _configs_for_this_machine},
 )(matmul_tma_kernel)
