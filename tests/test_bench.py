@@ -118,18 +118,22 @@ def _add_spec(baselines: dict) -> bench.BenchmarkSpec:
     )
 
 
-def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The bookkeeping of measure() without a GPU: timing and the ceiling are replaced by
-    # stand-ins, so only which series are kept and what is recorded is under test.
-    def unavailable(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        raise bench.ProviderUnavailable("no such backend here")
-
+@pytest.fixture
+def measure_without_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bookkeeping of measure() without a GPU: timing, the ceiling and the machine's
+    description are stand-ins, so only which series are kept and what is recorded is
+    under test."""
     monkeypatch.setattr(bench, "interpreted", lambda: False)
     monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
     monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
     monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
+
+
+@pytest.mark.usefixtures("measure_without_timing")
+def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded() -> None:
+    def unavailable(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        raise bench.ProviderUnavailable("no such backend here")
+
     spec = _add_spec({"eager": torch.add, "missing": unavailable})
     assert spec.series_names == ("Triton", "eager", "missing")
     doc = bench.measure(spec)
@@ -139,18 +143,13 @@ def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded(
     assert doc["check"]["providers"] == ["Triton", "eager"]
 
 
-def test_a_baseline_that_stops_running_at_a_larger_size_is_left_out_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("measure_without_timing")
+def test_a_baseline_that_stops_running_at_a_larger_size_is_left_out_whole() -> None:
     def only_small(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if x.numel() > 64:
             raise bench.ProviderUnavailable("too large")
         return x + y
 
-    monkeypatch.setattr(bench, "interpreted", lambda: False)
-    monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
-    monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
-    monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
     doc = bench.measure(_add_spec({"eager": torch.add, "small only": only_small}))
     assert list(doc["series"]) == ["Triton", "eager"]
     assert doc["unavailable"] == {"small only": "at N=128: too large"}
