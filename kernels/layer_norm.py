@@ -5,7 +5,10 @@ The forward kernel reads each row once, writes it once and keeps two numbers per
 (the mean and the inverse standard deviation) for the backward pass. The backward
 kernel reads ``x`` and ``dy`` once, writes ``dx``, and sums the weight and bias
 gradients over rows in registers: each program keeps a partial sum over the rows it
-handles, and a second, small kernel adds up the partial sums.
+handles, and a second, small kernel adds up the partial sums. For rows longer than
+FUSED_BACKWARD_MAX_COLS those partial sums no longer fit in registers beside the row;
+there one kernel writes ``dx`` and another reads ``x`` and ``dy`` a second time, in
+column strips, for the weight and bias gradients.
 """
 
 import dataclasses
@@ -76,10 +79,13 @@ def layer_norm_backward_kernel(
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
+    WEIGHT_GRADS: tl.constexpr,
 ):
     # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows, so
     # that each keeps one partial sum of dweight and dbias in registers instead of
     # writing one per row. Short rows are taken several at a time to keep loads wide.
+    # With WEIGHT_GRADS off, the kernel only writes dx (one tile per program) and
+    # layer_norm_weight_grads_kernel sums the weight and bias gradients.
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -104,10 +110,53 @@ def layer_norm_backward_kernel(
         c_dy = tl.sum(weighted_dy, axis=1) / n_cols
         dx = (weighted_dy - (x_hat * c_hat[:, None] + c_dy[:, None])) * rstd[:, None]
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dweight += dy * x_hat
+        if WEIGHT_GRADS:
+            dweight += dy * x_hat
+            dbias += dy
+    if WEIGHT_GRADS:
+        tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+        tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+
+
+@triton.jit
+def layer_norm_weight_grads_kernel(
+    dy_ptr,
+    x_ptr,
+    mean_ptr,
+    rstd_ptr,
+    partial_dw_ptr,
+    partial_db_ptr,
+    n_rows,
+    n_cols,
+    ROWS_PER_PROGRAM: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
+):
+    # Program (strip, chunk) sums dy * x_hat and dy over ROWS_PER_PROGRAM rows of one
+    # strip of BLOCK_COLS columns: its two partial sums are BLOCK_COLS values each, small
+    # enough for registers however long the rows are.
+    strip = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = strip * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dweight = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    dbias = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    first_row = chunk * ROWS_PER_PROGRAM
+    end_row = tl.minimum(first_row + ROWS_PER_PROGRAM, n_rows)
+    for start in range(first_row, end_row, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        # The chunk's end, not just the matrix's: the next chunk's rows are another program's.
+        row_mask = rows < end_row
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        dweight += dy * ((x - mean[:, None]) * rstd[:, None])
         dbias += dy
-    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
-    tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
 
 
 @triton.jit
@@ -142,6 +191,15 @@ BACKWARD_TILE = 8192
 # Warps each multiprocessor is given by the persistent backward kernel: more hide
 # memory latency better, fewer leave fewer partial sums to add up.
 BACKWARD_WARPS_PER_SM = 8
+# Rows longer than this take the two-kernel backward pass: at 16384 values the fused
+# kernel's two row-long partial sums spill out of registers (ptxas gives it a 912-byte
+# stack frame per thread) and it ran at 44% of the copy ceiling on an H200,
+# where dx alone and the weight gradients alone each ran near 88% of theirs.
+FUSED_BACKWARD_MAX_COLS = 8192
+# The weight-gradient kernel's strips of columns and chunks of rows (from sweeps on an H200).
+STRIP_COLS = 256
+STRIP_ROWS = 16
+ROWS_PER_CHUNK = 512
 
 
 def _forward(x, weight, bias, eps):
@@ -179,10 +237,16 @@ def _backward(dy, x, weight, mean, rstd):
     rows_per_tile = max(1, BACKWARD_TILE // block)
     num_warps = warps_for(rows_per_tile * block)
     n_tiles = triton.cdiv(n_rows, rows_per_tile)
-    n_partials = resident_programs(n_tiles, num_warps, x.device, BACKWARD_WARPS_PER_SM)
+    fused = n_cols <= FUSED_BACKWARD_MAX_COLS
+    if fused:
+        n_partials = resident_programs(n_tiles, num_warps, x.device, BACKWARD_WARPS_PER_SM)
+        grid = n_partials
+    else:
+        n_partials = triton.cdiv(n_rows, ROWS_PER_CHUNK)
+        grid = n_tiles
     partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=x.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_backward_kernel[(n_partials,)](
+    layer_norm_backward_kernel[(grid,)](
         grad_rows,
         rows,
         weight,
@@ -196,8 +260,23 @@ def _backward(dy, x, weight, mean, rstd):
         ACC=accumulator(x.dtype),
         BLOCK_SIZE=block,
         ROWS_PER_TILE=rows_per_tile,
+        WEIGHT_GRADS=fused,
         num_warps=num_warps,
     )
+    if not fused:
+        layer_norm_weight_grads_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_partials)](
+            grad_rows,
+            rows,
+            mean,
+            rstd,
+            partial_dw,
+            partial_db,
+            n_rows,
+            n_cols,
+            ROWS_PER_PROGRAM=ROWS_PER_CHUNK,
+            BLOCK_ROWS=STRIP_ROWS,
+            BLOCK_COLS=STRIP_COLS,
+        )
     dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
     block_cols = 32
     column_sums_kernel[(triton.cdiv(n_cols, block_cols),)](

@@ -13,17 +13,27 @@ import triton.language as tl
 
 @triton.jit
 def online_max_and_sum(
-    row_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr
+    row_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    EVICTION: tl.constexpr = "",
 ):
     """The maximum of a row of ``n_cols`` values at ``row_ptr``, and the sum of
-    ``exp(x - maximum)`` over the row, in one pass of BLOCK_SIZE-value tiles."""
+    ``exp(x - maximum)`` over the row, in one pass of BLOCK_SIZE-value tiles.
+
+    ``EVICTION`` is the cache hint of the loads: ``"evict_last"`` when the caller reads
+    the row a second time and wants it kept in L2, ``""`` (the default) otherwise."""
     cols = tl.arange(0, BLOCK_SIZE)
     running_max = tl.full((), -float("inf"), ACC)
     running_sum = tl.full((), 0.0, ACC)
     for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=NUM_STAGES):
         mask = start + cols < n_cols
         # Padding lanes read -inf: they never win the maximum and add exp(-inf) = 0.
-        x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
+        x = tl.load(
+            row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy=EVICTION
+        ).to(ACC)
         new_max = tl.maximum(running_max, tl.max(x, axis=0))
         rescale = tl.exp(running_max - new_max)
         running_sum = running_sum * rescale + tl.sum(tl.exp(x - new_max), axis=0)

@@ -23,10 +23,12 @@ from kernels.launch import (
 )
 from kernels.online_softmax import online_max_and_sum
 
-# Rows up to this length are held whole in one program's registers (a 64K-value row of
-# bfloat16 is 128 KiB); longer rows take the two-pass kernel below.
-MAX_FUSED_COLS = 65536
-LOOP_BLOCK = 8192
+# Rows up to this length are held whole in one program's registers (a 32K-value row is
+# 128 KiB as float32, half a multiprocessor's register file); longer rows take the
+# two-pass kernel below. Its tile and warps come from sweeps on an H200 at 64K values.
+MAX_FUSED_COLS = 32768
+LOOP_BLOCK = 16384
+LOOP_WARPS = 16
 
 
 @triton.jit
@@ -58,15 +60,22 @@ def softmax_kernel(
 @triton.jit
 def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     # For rows too long for registers: a first pass finds the maximum and the sum of
-    # exponentials together (the online recurrence); a second pass writes.
+    # exponentials together (the online recurrence); a second pass reads the row again
+    # and writes. The second read should come from the L2 cache, not from memory: the
+    # first pass marks the row's lines "evict last", so that the stream of other rows
+    # does not push them out, and the second pass marks them "evict first", since
+    # they are done with. On an H200 at 64K values the hints took the kernel from 69%
+    # to 81% of the copy ceiling.
     row = tl.program_id(0).to(tl.int64)
     row_ptr = x_ptr + row * n_cols
-    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1)
+    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1, "evict_last")
     inverse_sum = 1.0 / row_sum
     cols = tl.arange(0, BLOCK_SIZE)
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = start + cols < n_cols
-        x = tl.load(row_ptr + start + cols, mask=mask, other=-float("inf")).to(ACC)
+        x = tl.load(
+            row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first"
+        ).to(ACC)
         y = tl.exp(x - row_max) * inverse_sum
         tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -81,7 +90,7 @@ PREFETCH_STAGES = 3
 def _schedule(n_rows: int, block: int, device: torch.device) -> tuple[int, int, int]:
     """Programs, prefetch stages and warps for rows held in tiles of ``block`` values."""
     num_warps = warps_for(block)
-    if PERSISTENT_FROM <= block < MAX_FUSED_COLS:
+    if PERSISTENT_FROM <= block <= MAX_FUSED_COLS:
         return resident_programs(n_rows, num_warps, device), PREFETCH_STAGES, num_warps
     return n_rows, 1, num_warps
 
@@ -113,7 +122,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         )
     else:
         softmax_looped_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=LOOP_BLOCK, num_warps=8
+            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=LOOP_BLOCK, num_warps=LOOP_WARPS
         )
     return out.view_as(x)
 

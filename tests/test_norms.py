@@ -62,6 +62,32 @@ def test_layer_norm_backward_with_more_row_tiles_than_programs() -> None:
         assert_close_to_float64(ours.grad, theirs.grad, torch.float32)
 
 
+def assert_layer_norm_grads_match_float64(shape: tuple[int, int]) -> None:
+    x, (weight, bias), dy = randn(*shape), params(shape[1], torch.float32), randn(*shape, seed=3)
+    leaves = [t.requires_grad_() for t in (x, weight, bias)]
+    layer_norm.layer_norm(*leaves).backward(dy)
+    leaves64 = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    layer_norm.torch_layer_norm(*leaves64).backward(dy.double())
+    for ours, theirs in zip(leaves, leaves64, strict=True):
+        assert_close_to_float64(ours.grad, theirs.grad, torch.float32)
+
+
+def test_layer_norm_backward_of_long_rows_takes_two_kernels() -> None:
+    # Past FUSED_BACKWARD_MAX_COLS, dx and the weight gradients come from separate kernels;
+    # 530 rows make two chunks of rows, the second one short.
+    shape = (530, layer_norm.FUSED_BACKWARD_MAX_COLS + 1)
+    assert shape[0] > layer_norm.ROWS_PER_CHUNK
+    assert_layer_norm_grads_match_float64(shape)
+
+
+def test_layer_norm_gradcheck_of_the_two_kernel_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layer_norm, "FUSED_BACKWARD_MAX_COLS", 4)
+    monkeypatch.setattr(layer_norm, "ROWS_PER_CHUNK", 4)
+    inputs = [randn(*shape, dtype=torch.float64, seed=i).requires_grad_()
+              for i, shape in enumerate([(6, 9), (9,), (9,)])]  # fmt: skip
+    assert torch.autograd.gradcheck(layer_norm.layer_norm, inputs)
+
+
 def norm_call(norm: str, x, weight, bias, eps=1e-5):
     if norm == "rms":
         return rms_norm.rms_norm(x, weight, eps)
