@@ -65,6 +65,15 @@ def layer_norm_forward_kernel(
 
 
 @triton.jit
+def _input_gradient(x_hat, weighted_dy, rstd, n_cols, AXIS: tl.constexpr):
+    """dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat)), the means taken
+    along AXIS, the row; ``rstd`` broadcasts against the tile."""
+    c_hat = tl.sum(x_hat * weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    c_dy = tl.sum(weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    return (weighted_dy - (x_hat * c_hat + c_dy)) * rstd
+
+
+@triton.jit
 def layer_norm_backward_kernel(
     dy_ptr,
     x_ptr,
@@ -79,13 +88,10 @@ def layer_norm_backward_kernel(
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
-    WEIGHT_GRADS: tl.constexpr,
 ):
     # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows, so
     # that each keeps one partial sum of dweight and dbias in registers instead of
     # writing one per row. Short rows are taken several at a time to keep loads wide.
-    # With WEIGHT_GRADS off, the kernel only writes dx (one tile per program) and
-    # layer_norm_weight_grads_kernel sums the weight and bias gradients.
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -104,18 +110,38 @@ def layer_norm_backward_kernel(
         mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-        weighted_dy = dy * weight[None, :]
-        # dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat)), per row
-        c_hat = tl.sum(x_hat * weighted_dy, axis=1) / n_cols
-        c_dy = tl.sum(weighted_dy, axis=1) / n_cols
-        dx = (weighted_dy - (x_hat * c_hat[:, None] + c_dy[:, None])) * rstd[:, None]
+        dx = _input_gradient(x_hat, dy * weight[None, :], rstd[:, None], n_cols, 1)
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        if WEIGHT_GRADS:
-            dweight += dy * x_hat
-            dbias += dy
-    if WEIGHT_GRADS:
-        tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
-        tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+        dweight += dy * x_hat
+        dbias += dy
+    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+
+
+@triton.jit
+def layer_norm_input_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dx_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+):
+    # dx alone, one row per program, for rows too long for the kernel above; the
+    # weight and bias gradients come from layer_norm_weight_grads_kernel.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(ACC)
+    rstd = tl.load(rstd_ptr + row)
+    x_hat = tl.where(mask, (x - tl.load(mean_ptr + row)) * rstd, 0.0)
+    dx = _input_gradient(x_hat, dy * weight, rstd, n_cols, 0)
+    tl.store(dx_ptr + row * n_cols + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -227,26 +253,17 @@ def _forward(x, weight, bias, eps):
     return out.view_as(x), mean, rstd
 
 
-def _backward(dy, x, weight, mean, rstd):
-    rows, grad_rows = as_rows(x), as_rows(dy)
+def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
+    """dx, and per-program partial sums of the weight and bias gradients, in one kernel."""
     n_rows, n_cols = rows.shape
-    dx = torch.empty_like(rows)
-    if n_rows == 0:
-        return dx.view_as(x), torch.zeros_like(weight), torch.zeros_like(weight)
     block = row_block(n_cols)
     rows_per_tile = max(1, BACKWARD_TILE // block)
     num_warps = warps_for(rows_per_tile * block)
     n_tiles = triton.cdiv(n_rows, rows_per_tile)
-    fused = n_cols <= FUSED_BACKWARD_MAX_COLS
-    if fused:
-        n_partials = resident_programs(n_tiles, num_warps, x.device, BACKWARD_WARPS_PER_SM)
-        grid = n_partials
-    else:
-        n_partials = triton.cdiv(n_rows, ROWS_PER_CHUNK)
-        grid = n_tiles
-    partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=x.device)
+    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
+    partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_backward_kernel[(grid,)](
+    layer_norm_backward_kernel[(n_partials,)](
         grad_rows,
         rows,
         weight,
@@ -257,26 +274,60 @@ def _backward(dy, x, weight, mean, rstd):
         partial_db,
         n_rows,
         n_cols,
-        ACC=accumulator(x.dtype),
+        ACC=accumulator(rows.dtype),
         BLOCK_SIZE=block,
         ROWS_PER_TILE=rows_per_tile,
-        WEIGHT_GRADS=fused,
         num_warps=num_warps,
     )
-    if not fused:
-        layer_norm_weight_grads_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_partials)](
-            grad_rows,
-            rows,
-            mean,
-            rstd,
-            partial_dw,
-            partial_db,
-            n_rows,
-            n_cols,
-            ROWS_PER_PROGRAM=ROWS_PER_CHUNK,
-            BLOCK_ROWS=STRIP_ROWS,
-            BLOCK_COLS=STRIP_COLS,
-        )
+    return partial_dw, partial_db
+
+
+def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
+    """dx from one kernel, partial sums of the weight and bias gradients (one per chunk
+    of rows) from another, for rows too long for the fused kernel."""
+    n_rows, n_cols = rows.shape
+    block = row_block(n_cols)
+    layer_norm_input_grad_kernel[(n_rows,)](
+        grad_rows,
+        rows,
+        weight,
+        mean,
+        rstd,
+        dx,
+        n_cols,
+        ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=block,
+        num_warps=warps_for(block),
+    )
+    n_chunks = triton.cdiv(n_rows, ROWS_PER_CHUNK)
+    partial_dw = torch.empty(n_chunks, n_cols, dtype=mean.dtype, device=rows.device)
+    partial_db = torch.empty_like(partial_dw)
+    layer_norm_weight_grads_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_chunks)](
+        grad_rows,
+        rows,
+        mean,
+        rstd,
+        partial_dw,
+        partial_db,
+        n_rows,
+        n_cols,
+        ROWS_PER_PROGRAM=ROWS_PER_CHUNK,
+        BLOCK_ROWS=STRIP_ROWS,
+        BLOCK_COLS=STRIP_COLS,
+    )
+    return partial_dw, partial_db
+
+
+def _backward(dy, x, weight, mean, rstd):
+    rows, grad_rows = as_rows(x), as_rows(dy)
+    n_rows, n_cols = rows.shape
+    dx = torch.empty_like(rows)
+    if n_rows == 0:
+        return dx.view_as(x), torch.zeros_like(weight), torch.zeros_like(weight)
+    if n_cols <= FUSED_BACKWARD_MAX_COLS:
+        partial_dw, partial_db = _fused_backward(grad_rows, rows, weight, mean, rstd, dx)
+    else:
+        partial_dw, partial_db = _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx)
     dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
     block_cols = 32
     column_sums_kernel[(triton.cdiv(n_cols, block_cols),)](
@@ -284,7 +335,7 @@ def _backward(dy, x, weight, mean, rstd):
         partial_db,
         dweight,
         dbias,
-        n_partials,
+        partial_dw.shape[0],
         n_cols,
         BLOCK_ROWS=64,
         BLOCK_COLS=block_cols,

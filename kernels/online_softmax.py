@@ -18,13 +18,13 @@ def online_max_and_sum(
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
-    EVICTION: tl.constexpr = "",
+    EVICTION: tl.constexpr,
 ):
     """The maximum of a row of ``n_cols`` values at ``row_ptr``, and the sum of
     ``exp(x - maximum)`` over the row, in one pass of BLOCK_SIZE-value tiles.
 
     ``EVICTION`` is the cache hint of the loads: ``"evict_last"`` when the caller reads
-    the row a second time and wants it kept in L2, ``""`` (the default) otherwise."""
+    the row a second time and wants it kept in L2, ``""`` (no hint) otherwise."""
     cols = tl.arange(0, BLOCK_SIZE)
     running_max = tl.full((), -float("inf"), ACC)
     running_sum = tl.full((), 0.0, ACC)
@@ -35,7 +35,9 @@ def online_max_and_sum(
             row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy=EVICTION
         ).to(ACC)
         new_max = tl.maximum(running_max, tl.max(x, axis=0))
-        rescale = tl.exp(running_max - new_max)
-        running_sum = running_sum * rescale + tl.sum(tl.exp(x - new_max), axis=0)
+        # While every value so far is -inf, shift by 0 instead: exp(-inf - -inf) is NaN.
+        shift = tl.where(new_max == -float("inf"), 0.0, new_max)
+        rescale = tl.exp(running_max - shift)
+        running_sum = running_sum * rescale + tl.sum(tl.exp(x - shift), axis=0)
         running_max = new_max
     return running_max, running_sum
