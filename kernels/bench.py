@@ -267,12 +267,18 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
     return None
 
 
-def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
-    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and written."""
-    src = torch.randn(n_bytes // 4, device="cuda")
+def copy_rate(n_bytes_moved: int) -> float:
+    """GB/s of a device-to-device copy that moves ``n_bytes_moved`` bytes (half of them
+    read, half written), timed the way the kernels are."""
+    src = torch.randn(max(1, n_bytes_moved // 8), device="cuda")
     dst = torch.empty_like(src)
     ms = time_ms(lambda: dst.copy_(src))
-    return {"name": "device copy", "value": 2 * n_bytes / ms / 1e6, "bytes_copied": n_bytes}
+    return 2 * src.numel() * src.element_size() / ms / 1e6
+
+
+def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
+    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and written."""
+    return {"name": "device copy", "value": copy_rate(2 * n_bytes), "bytes_copied": n_bytes}
 
 
 def matmul_ceiling(n: int = 8192) -> dict[str, Any]:
@@ -312,6 +318,9 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
     peak_memory: dict[str, list[float | None]] = {
         name: [] for name in (*spec.series_names, *spec.memory_only)
     }
+    # For a GB/s benchmark, a copy that moves as many bytes as one call, timed alike: the
+    # rate a perfect kernel of that size could expect, launch and cache effects included.
+    same_size_copy: list[float] = []
     worst_error = 0.0
     for size in spec.gpu_sizes:
         providers = {n: fn for n, fn in spec.providers().items() if n not in unavailable}
@@ -333,6 +342,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
             call, leaves = _timed_call(spec, fn, inputs)
             series[name].append(_rate(spec, size, time_ms(call, leaves)))
             del call, leaves
+        if spec.metric == "GB/s":
+            same_size_copy.append(copy_rate(spec.work(size, spec.dtype)))
         if spec.peak_memory_step is not None:
             for name, fn in {**providers, **spec.memory_only}.items():
                 step = functools.partial(spec.peak_memory_step, fn, inputs)
@@ -370,6 +381,8 @@ def measure(spec: BenchmarkSpec) -> dict[str, Any]:
         },
         "environment": provenance.capture(),
     }
+    if same_size_copy:
+        doc["same_size_copy"] = same_size_copy
     if unavailable:
         doc["unavailable"] = unavailable
     if spec.peak_memory_step is not None:

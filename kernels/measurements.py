@@ -66,6 +66,11 @@ def validate(doc: Any, source: str) -> dict[str, Any]:
             raise fail(f"series {provider!r} must have one value per x ({len(x)})")
         if not all(_positive_number(v) for v in values):
             raise fail(f"series {provider!r} holds a value that is not a positive number")
+    same_size_copy = doc.get("same_size_copy", x)
+    if not isinstance(same_size_copy, list) or len(same_size_copy) != len(x):
+        raise fail(f"'same_size_copy' must have one value per x ({len(x)})")
+    if not all(_positive_number(v) for v in same_size_copy):
+        raise fail("'same_size_copy' holds a value that is not a positive number")
     ceiling = doc["ceiling"]
     if not isinstance(ceiling, dict) or not isinstance(ceiling.get("name"), str):
         raise fail("'ceiling' must be an object with a 'name'")

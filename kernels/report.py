@@ -14,9 +14,12 @@ def large_sizes(
 ) -> list[dict[str, Any]]:
     """One row per measured size whose call needs at least ``min_work`` (bytes or FLOPs,
     as the spec counts them): the Triton rate, its share of the ceiling, and its ratio to
-    the ``against`` series, or to the fastest baseline at that size."""
+    the ``against`` series, or to the fastest baseline at that size. Where the record
+    has one, ``copy_of_ceiling`` is the share of the ceiling that a copy of the same
+    number of bytes reached in the same run (else None)."""
     rows = []
     ceiling = doc["ceiling"]["value"]
+    same_size_copy = doc.get("same_size_copy")
     baselines = [name for name in doc["series"] if name != "Triton"]
     for index, size in enumerate(doc["x"]):
         work = spec.work(size, spec.dtype)
@@ -31,6 +34,7 @@ def large_sizes(
             "of_ceiling": triton_rate / ceiling,
             "best_baseline": best,
             "vs_best": triton_rate / doc["series"][best][index],
+            "copy_of_ceiling": same_size_copy[index] / ceiling if same_size_copy else None,
         })  # fmt: skip
     return rows
 
@@ -69,9 +73,14 @@ def print_large_sizes(
         goals.append(f"goal {baseline_goal:.2f}x")
     if goals:
         print(f"Goals: a share of the ceiling, a ratio to {baseline_phrase}; met in this run?")
+    with_copy = bool(rows) and rows[0]["copy_of_ceiling"] is not None
+    if with_copy:
+        print("'same-size copy': a copy moving as many bytes as one call, timed alike.")
     print(
         f"{spec.x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
-        f"{baseline_label:>16} {'Triton vs it':>13}" + "".join(f" {g:>13}" for g in goals)
+        + (f"{'same-size copy':>15} " if with_copy else "")
+        + f"{baseline_label:>16} {'Triton vs it':>13}"
+        + "".join(f" {g:>13}" for g in goals)
     )
     for row in rows:
         verdicts = []
@@ -81,7 +90,9 @@ def print_large_sizes(
             verdicts.append("met" if row["vs_best"] >= baseline_goal else "MISSED")
         print(
             f"{row['size']:>11,} {row['work'] / scale:>9,.0f} {row['triton']:>8,.0f} "
-            f"{row['of_ceiling']:>11.1%} {row['best_baseline']:>16} {row['vs_best']:>12.2f}x"
+            f"{row['of_ceiling']:>11.1%} "
+            + (f"{row['copy_of_ceiling']:>15.1%} " if with_copy else "")
+            + f"{row['best_baseline']:>16} {row['vs_best']:>12.2f}x"
             + "".join(f" {v:>13}" for v in verdicts)
         )
     return rows

@@ -126,6 +126,7 @@ def measure_without_timing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "interpreted", lambda: False)
     monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
     monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
+    monkeypatch.setattr(bench, "copy_rate", lambda n_bytes_moved: n_bytes_moved / 1e6)
     monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
 
 
@@ -141,6 +142,14 @@ def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded() -> Non
     assert all(len(values) == 2 for values in doc["series"].values())
     assert doc["unavailable"] == {"missing": "at N=64: no such backend here"}
     assert doc["check"]["providers"] == ["Triton", "eager"]
+
+
+@pytest.mark.usefixtures("measure_without_timing")
+def test_a_copy_of_each_size_is_recorded_beside_the_series() -> None:
+    # The stand-in copy_rate returns the bytes it was asked to move, in MB.
+    spec = _add_spec({"eager": torch.add})
+    doc = bench.measure(spec)
+    assert doc["same_size_copy"] == [spec.work(size, spec.dtype) / 1e6 for size in (64, 128)]
 
 
 @pytest.mark.usefixtures("measure_without_timing")

@@ -95,6 +95,8 @@ def broken(path: str, value: object) -> dict:
         (broken("series.Triton", [1.0, float("nan")]), "not a positive number"),
         (broken("series.Triton", [1.0, -2.0]), "not a positive number"),
         (broken("x", [2, 1]), "strictly increasing"),
+        (broken("same_size_copy", [1.0]), "'same_size_copy' must have one value per x"),
+        (broken("same_size_copy", [1.0, 0.0]), "'same_size_copy' holds a value that is not"),
         (broken("ceiling.value", 0), "'ceiling.value' must be a positive number"),
         (broken("environment.gpu", KeyError), "'environment.gpu' must be a non-empty string"),
         (broken("environment.date", "yesterday"), "not an ISO 8601 date"),
@@ -138,6 +140,23 @@ def test_large_size_report_reads_the_record_and_judges_goals(
     assert all(row["of_ceiling"] == pytest.approx(0.5) for row in rows)
     printed = capsys.readouterr().out
     assert printed.count("MISSED") == 2 * len(rows)
+
+
+def test_report_shows_the_same_size_copy_where_the_record_has_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kernels.report import print_large_sizes
+
+    spec = BENCHMARKS["vector_add"]
+    doc = copy.deepcopy(measurements.load("vector_add"))
+    doc.pop("same_size_copy", None)
+    assert all(row["copy_of_ceiling"] is None for row in print_large_sizes(spec, doc, 1e9))
+    assert "same-size copy" not in capsys.readouterr().out
+    doc["same_size_copy"] = [doc["ceiling"]["value"] * 0.75] * len(doc["x"])
+    rows = print_large_sizes(spec, doc, min_work=1e9)
+    assert rows and all(row["copy_of_ceiling"] == pytest.approx(0.75) for row in rows)
+    printed = capsys.readouterr().out
+    assert "same-size copy" in printed and printed.count("75.0%") == len(rows)
 
 
 def test_report_compares_with_a_named_baseline(capsys: pytest.CaptureFixture[str]) -> None:
