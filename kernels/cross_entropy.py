@@ -3,10 +3,9 @@
 ``loss = mean over rows of (logsumexp(logits) - logits[target])``. In PyTorch,
 ``cross_entropy`` computes ``log_softmax`` of the whole (rows, vocabulary) matrix, keeps
 it for the backward pass, and then picks one value per row: for a large vocabulary that
-matrix is as big as the logits themselves. The forward pass here reads each row once,
-in chunks that separate programs reduce to a maximum and a sum of exponentials, merges
-those into one logsumexp per row (the online logsumexp) and stores that one number; the
-backward kernel reads the logits again and writes the gradient
+matrix is as big as the logits themselves. The forward kernel here streams each row
+once, keeping a running maximum and sum (the online logsumexp), and stores one number
+per row; the backward kernel reads the logits again and writes the gradient
 ``softmax(logits) - onehot(target)`` directly, scaled by the upstream gradient.
 """
 
@@ -23,77 +22,38 @@ from kernels.online_softmax import online_max_and_sum
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 IGNORE_INDEX = -100
-# The forward pass splits each row into chunks of CHUNK_SIZE logits, one program per
-# chunk: 4096 rows of 32K logits make 16384 programs instead of 4096, each with one
-# tile to load. The backward kernel walks its row in tiles of BLOCK_SIZE. Sizes and
-# warps come from sweeps on an H200.
-CHUNK_SIZE = 8192
-FORWARD_WARPS = 4
+# Each program walks its row in tiles of BLOCK_SIZE logits. Warps, and how many tiles
+# Triton prefetches, were chosen by sweeps on an H200 (prefetching did not pay here).
 BLOCK_SIZE = 8192
+FORWARD_WARPS = 4
+FORWARD_STAGES = 1
 BACKWARD_WARPS = 8
-COMBINE_ROWS = 64
 
 
 @triton.jit
-def cross_entropy_chunk_kernel(
-    logits_ptr, chunk_max_ptr, chunk_sum_ptr, n_cols, ACC: tl.constexpr, CHUNK_SIZE: tl.constexpr
-):
-    # Program (row, chunk): the maximum of the chunk's logits and the sum of their
-    # exp(x - maximum). Nothing the size of the row is stored.
-    row = tl.program_id(0).to(tl.int64)
-    chunk = tl.program_id(1)
-    n_chunks = tl.num_programs(1)
-    start = chunk * CHUNK_SIZE
-    chunk_len = tl.minimum(n_cols - start, CHUNK_SIZE)
-    chunk_max, chunk_sum = online_max_and_sum(
-        logits_ptr + row * n_cols + start, chunk_len, ACC, CHUNK_SIZE, 1, ""
-    )
-    tl.store(chunk_max_ptr + row * n_chunks + chunk, chunk_max)
-    tl.store(chunk_sum_ptr + row * n_chunks + chunk, chunk_sum)
-
-
-@triton.jit
-def cross_entropy_combine_kernel(
-    chunk_max_ptr,
-    chunk_sum_ptr,
+def cross_entropy_forward_kernel(
     logits_ptr,
     targets_ptr,
     losses_ptr,
     lse_ptr,
-    n_rows,
     n_cols,
-    n_chunks,
     ignore_index,
-    BLOCK_ROWS: tl.constexpr,
-    BLOCK_CHUNKS: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
-    # BLOCK_ROWS rows at a time: merge each row's chunk results into its logsumexp
-    # (the same rescaling as the online recurrence, done once over all chunks), then
-    # look up the target's logit and store the row's loss.
-    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    row_mask = rows < n_rows
-    chunks = tl.arange(0, BLOCK_CHUNKS)
-    mask = row_mask[:, None] & (chunks < n_chunks)[None, :]
-    offsets = rows[:, None] * n_chunks + chunks[None, :]
-    chunk_max = tl.load(chunk_max_ptr + offsets, mask=mask, other=-float("inf"))
-    chunk_sum = tl.load(chunk_sum_ptr + offsets, mask=mask, other=0.0)
-    row_max = tl.max(chunk_max, axis=1)
-    # A chunk whose logits are all -inf has maximum -inf and sum 0: it adds nothing.
-    shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-    total = tl.sum(chunk_sum * tl.exp(chunk_max - shift[:, None]), axis=1)
-    # Rows past the end have nothing to sum; 1 keeps log() quiet there (nothing is stored).
-    lse = row_max + tl.log(tl.where(row_mask, total, 1.0))
-    target = tl.load(targets_ptr + rows, mask=row_mask, other=ignore_index)
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * n_cols
+    # Online logsumexp: one pass over the row, nothing row-sized is stored.
+    running_max, running_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "")
+    lse = running_max + tl.log(running_sum)
+    target = tl.load(targets_ptr + row)
     valid = target != ignore_index
     # Never read outside the row: an unchecked out-of-range target gives a NaN loss.
     in_range = (target >= 0) & (target < n_cols)
-    target_logit = tl.load(
-        logits_ptr + rows.to(tl.int64) * n_cols + target,
-        mask=row_mask & valid & in_range,
-        other=float("nan"),
-    ).to(lse.dtype)
-    tl.store(losses_ptr + rows, tl.where(valid, lse - target_logit, 0.0), mask=row_mask)
-    tl.store(lse_ptr + rows, lse, mask=row_mask)
+    target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
+    tl.store(losses_ptr + row, tl.where(valid, lse - target_logit, 0.0))
+    tl.store(lse_ptr + row, lse)
 
 
 @triton.jit
@@ -159,19 +119,10 @@ class CrossEntropyFunction(torch.autograd.Function):
         acc_torch, acc_triton = _accumulator(logits.dtype)
         losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        n_chunks = triton.cdiv(n_cols, CHUNK_SIZE)
-        chunk_max = torch.empty(n_rows, n_chunks, dtype=acc_torch, device=logits.device)
-        chunk_sum = torch.empty_like(chunk_max)
-        if n_rows:
-            cross_entropy_chunk_kernel[(n_rows, n_chunks)](
-                logits, chunk_max, chunk_sum, n_cols, ACC=acc_triton, CHUNK_SIZE=CHUNK_SIZE,
-                num_warps=FORWARD_WARPS,
-            )  # fmt: skip
-            cross_entropy_combine_kernel[(triton.cdiv(n_rows, COMBINE_ROWS),)](
-                chunk_max, chunk_sum, logits, targets, losses, lse, n_rows, n_cols, n_chunks,
-                ignore_index, BLOCK_ROWS=COMBINE_ROWS,
-                BLOCK_CHUNKS=triton.next_power_of_2(n_chunks),
-            )  # fmt: skip
+        cross_entropy_forward_kernel[(n_rows,)](
+            logits, targets, losses, lse, n_cols, ignore_index, ACC=acc_triton,
+            BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, num_warps=FORWARD_WARPS,
+        )  # fmt: skip
         loss = torch.empty((), dtype=acc_torch, device=logits.device)
         n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
         mean_loss_kernel[(1,)](

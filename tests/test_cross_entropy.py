@@ -32,27 +32,10 @@ def test_loss_and_gradient_match_float64(n_rows: int, n_classes: int, dtype: tor
     assert_close_to_float64(logits.grad, logits64.grad, dtype)
 
 
-def test_rows_split_into_many_chunks_over_several_combine_programs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # 100 logits in chunks of 16 make 7 chunks per row, the last one short; 9 rows in
-    # blocks of 4 make three combining programs, the last one short.
-    monkeypatch.setattr(cross_entropy, "CHUNK_SIZE", 16)
-    monkeypatch.setattr(cross_entropy, "COMBINE_ROWS", 4)
-    logits = (randn(9, 100, dtype=torch.float64) * 3).requires_grad_()
-    targets = targets_for(9, 100)
-    loss = cross_entropy.cross_entropy(logits, targets)
-    loss.backward()
-    logits64 = logits.detach().clone().requires_grad_()
-    reference = torch.nn.functional.cross_entropy(logits64, targets)
-    reference.backward()
-    assert math.isclose(loss.item(), reference.item(), rel_tol=1e-12)
-    assert_close_to_float64(logits.grad, logits64.grad, torch.float32)
-
-
-def test_a_chunk_of_minus_infinity_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Masked logits (-inf) filling a whole chunk must not turn the row's loss into NaN.
-    monkeypatch.setattr(cross_entropy, "CHUNK_SIZE", 16)
+def test_a_tile_of_minus_infinity_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Masked logits (-inf) filling the first tiles of a row must not turn its loss into
+    # NaN: the running maximum is -inf there, and exp(-inf - -inf) would be NaN.
+    monkeypatch.setattr(cross_entropy, "BLOCK_SIZE", 16)
     logits = randn(2, 50, dtype=torch.float64)
     logits[:, :20] = -math.inf
     targets = torch.tensor([25, 49], device=DEVICE)
