@@ -39,17 +39,21 @@ a short Triton kernel gets to the one-read-one-write limit.
 # * The division happens once per row, as a reciprocal: a division per element costs
 #   more instructions than the memory traffic leaves time for.
 #
-# The launcher picks the tile and the number of warps from the row length. For very long
-# rows (32K values and up) it launches one program per multiprocessor instead of one
+# The launcher picks the tile and the number of warps from the row length. For long
+# rows (more than 16K values) it launches one program per multiprocessor instead of one
 # per row, and ``NUM_STAGES`` lets Triton load the next row while the current one is
 # reduced:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: _schedule
 #
-# Rows longer than 64K values do not fit in registers; they go to a second kernel that
+# Rows longer than 32K values do not fit in registers; they go to a second kernel that
 # reads each row twice, keeping a running maximum and a rescaled running sum in the
-# first pass (the "online softmax" that FlashAttention also uses):
+# first pass (the "online softmax" that FlashAttention also uses). Reading twice need
+# not cost twice: a row of 64K bfloat16 values is 128 KiB, and if it is still in the
+# L2 cache when the second pass comes, only the first read reaches memory. Cache hints
+# on the loads (``eviction_policy``) ask the cache to keep the row until then and to
+# drop it afterwards:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_looped_kernel
@@ -105,21 +109,23 @@ large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85,
 # %%
 # Our goals for a fused kernel at these sizes are 85% of the copy ceiling and at least
 # the speed of the faster PyTorch baseline; the last columns say, size by size, whether
-# the run recorded here reached them. Up to rows of 32K values the fused kernel beats
-# both baselines by a wide margin, because they make more than one pass over memory,
-# but it stays short of the ceiling goal by a few points. At rows of 64K values it falls
-# far short, below PyTorch too. The reasons, as far as we have measured them:
+# the run recorded here reached them. The kernels beat both baselines by a wide margin,
+# because those make more than one pass over memory, but they stay short of the ceiling
+# goal by a few points. The reasons, as far as we have measured them:
 #
-# * a long row is one program's tile: at 32K values it holds 64 KiB, so few programs fit
-#   on a multiprocessor at once, and the phases of a row (load, reduce, write) overlap
-#   less than in a copy. Prefetching the next row (``NUM_STAGES``) won back part of
-#   that at 32K;
-# * at 64K values a row is 128 KiB: one program per multiprocessor, no room to
-#   prefetch, and the registers of a thread hold 64 values each;
+# * a long row is one program's tile: at 16K values it holds 64 KiB of float32 in
+#   registers, so one program fits on a multiprocessor at a time, and the phases of a
+#   row (load, reduce, write) overlap less than in a copy. Prefetching the next row
+#   (``NUM_STAGES``) won back part of that at 32K values; at 16K it did not, nor did
+#   capping the registers so that two programs fit, nor cache hints on the loads and
+#   stores;
+# * at 64K values the second read of each row comes from L2 only as long as the cache
+#   keeps it; without the hints the looped kernel ran at about 70% of the ceiling;
 # * ``do_bench`` flushes the L2 cache by writing zeros before each run, and each timed
 #   call then pays for writing that data back to memory. On calls of a few hundred
 #   megabytes that is a visible share, on the gigabyte-sized copy of the ceiling it is
-#   not; it weighs on every provider alike.
+#   not; it weighs on every provider alike. The "same-size copy" column measures it: a
+#   plain copy of as many bytes as one call, timed the same way.
 #
 # Quiz
 # ----

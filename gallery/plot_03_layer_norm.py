@@ -43,10 +43,36 @@ can match it and, in training, the backward pass is where the work is.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
 #
+# The ``dx`` formula is one helper, shared with the kernel below:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: _input_gradient
+#
 # A second, small kernel adds the partial sums up:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: column_sums_kernel
+#
+# That plan has a limit. A program's two partial sums are each as long as a row: at
+# 16384 values they take, with the row itself, more registers than a thread may have,
+# and the compiler moves some of them to memory (a "spill": ptxas reports a stack frame
+# of 912 bytes per thread), which made the kernel run at under half of the copy ceiling.
+# For rows longer than ``FUSED_BACKWARD_MAX_COLS`` the launcher therefore splits the work
+# in two: one kernel writes ``dx``, a row per program, and another reads ``x`` and ``dy``
+# a second time in narrow strips of columns, whose partial sums are small:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: layer_norm_input_grad_kernel
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: layer_norm_weight_grads_kernel
+#
+# Reading the inputs twice moves five row-sized arrays instead of three; each kernel
+# alone runs close to the copy ceiling, and the pair was faster than the fused kernel
+# there in our measurements. The launcher picks the plan:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: _backward
 #
 # Both are wired into autograd, so ``layer_norm(x, w, b).backward(dy)`` runs them:
 #
@@ -118,15 +144,23 @@ large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_
 # The forward kernel is one read and one write, the same shape of work as a copy, and
 # ``torch.compile`` generates a kernel of the same shape: at large hidden sizes the two
 # are close to each other and to the ceiling, and which one is ahead changes from size
-# to size by a few percent.
+# to size by a few percent. The "same-size copy" column is a copy that moves as many
+# bytes as one call, timed the same way: it is what a perfect kernel of that size could
+# expect, and at these sizes it is itself a few percent short of the ceiling.
 #
-# The backward pass is harder, and our kernel is not yet where we want it: it does not
-# beat the faster baseline at every size. At small hidden sizes the whole pass takes a
-# few tens of microseconds on the GPU, and the Python work around it (autograd, two
-# launches, allocations) takes about as long, so the GPU waits; PyTorch's backward,
-# launched from C++, waits less. At the largest hidden size each program keeps two
-# row-sized partial sums in registers besides the row itself, so only one program fits
-# on a multiprocessor, and memory waits while it reduces.
+# Where the forward kernel trails ``torch.compile``, the gap is small and comes from the
+# shape of our kernel: one program holds a whole row, so few programs fit on a
+# multiprocessor, and while a program computes its two reductions (the mean, then the
+# variance) its multiprocessor has fewer loads in flight. Limiting the registers so that
+# two programs fit, prefetching the next row, and computing both sums in one pass did
+# not close it in our sweeps; the last one also loses accuracy when the mean is large.
+#
+# The backward pass moves three row-sized arrays at least. At small hidden sizes the
+# whole pass takes a few tens of microseconds on the GPU, and the Python work around it
+# (autograd, launches, allocations) takes about as long, so the GPU waits; PyTorch's
+# backward, launched from C++, waits less. At the largest hidden size the two-kernel plan
+# reads ``x`` and ``dy`` twice, so its rate against the three-array count stays far from
+# the ceiling, yet it is ahead of both baselines, which also read them more than once.
 #
 # Quiz
 # ----

@@ -126,10 +126,16 @@ for index, n_classes in enumerate(doc["x"]):
 # On speed, the fused kernels are more than twice as fast as PyTorch eager at large
 # vocabularies and ahead of ``torch.compile``. The forward kernel, though, stays short
 # of our 85% ceiling goal at 32K logits a row and only nears or passes it at the largest
-# vocabularies (the table says which). Our reading, not yet measured in detail:
-# each program walks its row tile after tile, with a reduction between tiles, and with
-# rows of 32K or 64K logits too little of that work is a stream of loads to keep memory
-# as busy as a copy does.
+# vocabularies (the table says which). What we know of the reasons:
+#
+# * the forward pass only reads. Before each timed call, ``do_bench`` flushes the L2
+#   cache by writing zeros, and the write-back of those zeros competes with the call's
+#   reads; the "same-size copy" column shows what that costs a copy of the same number
+#   of bytes, and a call that moves 256 MB pays a visible share of it;
+# * each program walks its row tile after tile, with a reduction between tiles. Giving
+#   each tile of a row its own program and merging the results in a second kernel was
+#   no faster in our measurements at large vocabularies, and much slower at small ones
+#   (three launches instead of two), so the kernel stays one program per row.
 #
 # Quiz
 # ----
