@@ -53,16 +53,11 @@ def test_layer_norm_backward_with_more_row_tiles_than_programs() -> None:
     # programs: each walks several tiles and sums their partials.
     shape = (11, 4096)
     assert shape[0] > 4 * max(1, layer_norm.BACKWARD_TILE // shape[1])
-    x, (weight, bias), dy = randn(*shape), params(shape[1], torch.float32), randn(*shape, seed=3)
-    leaves = [t.requires_grad_() for t in (x, weight, bias)]
-    layer_norm.layer_norm(*leaves).backward(dy)
-    leaves64 = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
-    layer_norm.torch_layer_norm(*leaves64).backward(dy.double())
-    for ours, theirs in zip(leaves, leaves64, strict=True):
-        assert_close_to_float64(ours.grad, theirs.grad, torch.float32)
+    assert_layer_norm_grads_match_float64(shape)
 
 
 def assert_layer_norm_grads_match_float64(shape: tuple[int, int]) -> None:
+    """LayerNorm's three gradients at ``shape`` (float32) match PyTorch's in float64."""
     x, (weight, bias), dy = randn(*shape), params(shape[1], torch.float32), randn(*shape, seed=3)
     leaves = [t.requires_grad_() for t in (x, weight, bias)]
     layer_norm.layer_norm(*leaves).backward(dy)
