@@ -135,7 +135,12 @@ for index, n_classes in enumerate(doc["x"]):
 # * each program walks its row tile after tile, with a reduction between tiles. Giving
 #   each tile of a row its own program and merging the results in a second kernel was
 #   no faster in our measurements at large vocabularies, and much slower at small ones
-#   (three launches instead of two), so the kernel stays one program per row.
+#   (three launches instead of two), so the kernel stays one program per row;
+# * at 32K logits a row the rate also changes a lot from one build to the next (between
+#   about half and three quarters of the ceiling in our last builds, with the same
+#   kernel), far more than at 64K or 128K. A call there takes well under a tenth of a
+#   millisecond, about as long as the Python work of a call (the checks, autograd, two
+#   launches), so the GPU may be waiting for the host; we have not yet measured that.
 #
 # Quiz
 # ----
