@@ -61,16 +61,17 @@ def validate(doc: Any, source: str) -> dict[str, Any]:
     series = doc["series"]
     if not isinstance(series, dict) or not series:
         raise fail("'series' must be a non-empty object of provider -> values")
-    for provider, values in series.items():
+
+    def check_per_x(values: Any, label: str) -> None:
         if not isinstance(values, list) or len(values) != len(x):
-            raise fail(f"series {provider!r} must have one value per x ({len(x)})")
+            raise fail(f"{label} must have one value per x ({len(x)})")
         if not all(_positive_number(v) for v in values):
-            raise fail(f"series {provider!r} holds a value that is not a positive number")
-    same_size_copy = doc.get("same_size_copy", x)
-    if not isinstance(same_size_copy, list) or len(same_size_copy) != len(x):
-        raise fail(f"'same_size_copy' must have one value per x ({len(x)})")
-    if not all(_positive_number(v) for v in same_size_copy):
-        raise fail("'same_size_copy' holds a value that is not a positive number")
+            raise fail(f"{label} holds a value that is not a positive number")
+
+    for provider, values in series.items():
+        check_per_x(values, f"series {provider!r}")
+    if "same_size_copy" in doc:
+        check_per_x(doc["same_size_copy"], "'same_size_copy'")
     ceiling = doc["ceiling"]
     if not isinstance(ceiling, dict) or not isinstance(ceiling.get("name"), str):
         raise fail("'ceiling' must be an object with a 'name'")
