@@ -124,7 +124,7 @@ large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85,
 # * ``do_bench`` flushes the L2 cache by writing zeros before each run, and each timed
 #   call then pays for writing that data back to memory. On calls of a few hundred
 #   megabytes that is a visible share, on the gigabyte-sized copy of the ceiling it is
-#   not; it weighs on every provider alike. The "same-size copy" column measures it: a
+#   not; it weighs on every provider alike. The "copy" column measures it: a
 #   plain copy of as many bytes as one call, timed the same way.
 #
 # Quiz

@@ -144,7 +144,7 @@ large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_
 # The forward kernel is one read and one write, the same shape of work as a copy, and
 # ``torch.compile`` generates a kernel of the same shape: at large hidden sizes the two
 # are close to each other and to the ceiling, and which one is ahead changes from size
-# to size by a few percent. The "same-size copy" column is a copy that moves as many
+# to size by a few percent. The "copy" column is a copy that moves as many
 # bytes as one call, timed the same way: it is what a perfect kernel of that size could
 # expect, and at these sizes it is itself a few percent short of the ceiling.
 #

@@ -130,7 +130,7 @@ for index, n_classes in enumerate(doc["x"]):
 #
 # * the forward pass only reads. Before each timed call, ``do_bench`` flushes the L2
 #   cache by writing zeros, and the write-back of those zeros competes with the call's
-#   reads; the "same-size copy" column shows what that costs a copy of the same number
+#   reads; the "copy" column shows what that costs a copy of the same number
 #   of bytes, and a call that moves 256 MB pays a visible share of it;
 # * each program walks its row tile after tile, with a reduction between tiles. Giving
 #   each tile of a row its own program and merging the results in a second kernel was
