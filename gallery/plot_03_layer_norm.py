@@ -56,7 +56,8 @@ can match it and, in training, the backward pass is where the work is.
 # That plan has a limit. A program's two partial sums are each as long as a row: at
 # 16384 values they take, with the row itself, more registers than a thread may have,
 # and the compiler moves some of them to memory (a "spill": ptxas reports a stack frame
-# of over 900 bytes per thread), which made the kernel run at under half of the copy ceiling.
+# of a few hundred bytes per thread), which made the kernel run at under half of the copy
+# ceiling.
 # For rows longer than ``FUSED_BACKWARD_MAX_COLS`` the launcher therefore splits the work
 # in two: one kernel writes ``dx``, a row per program, and another reads ``x`` and ``dy``
 # a second time in narrow strips of columns, whose partial sums are small:
