@@ -30,22 +30,35 @@ a short Triton kernel gets to the one-read-one-write limit.
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_kernel
 #
-# Three details matter:
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: _row_softmax
+#
+# Four details matter:
 #
 # * ``BLOCK_SIZE`` is the row length rounded up to a power of two; the mask pads the
 #   tile with ``-inf``, which loses every maximum and adds ``exp(-inf) = 0`` to the sum.
+# * When the row fills the tile exactly, the launcher sets ``EVEN`` and the mask becomes
+#   the constant ``True``, which the compiler removes together with the predicates of
+#   every load and store. At 16K values ptxas then gives a thread 80 registers instead
+#   of 113 (with 8 warps), so more programs share a multiprocessor. In a sweep on an
+#   H200, dropping the mask took the 16K point from 83% to 87% of the copy ceiling, and
+#   8 warps instead of 16 (64 values a thread) to 89%.
 # * The arithmetic runs in float32 (``ACC``) even for bfloat16 input, and the result is
 #   rounded once, on the store.
 # * The division happens once per row, as a reciprocal: a division per element costs
 #   more instructions than the memory traffic leaves time for.
 #
-# The launcher picks the tile and the number of warps from the row length. For long
-# rows (more than 16K values) it launches one program per multiprocessor instead of one
-# per row, and ``NUM_STAGES`` lets Triton load the next row while the current one is
-# reduced:
+# A program that holds one row does three things in turn: it waits for the row, reduces
+# it, writes it. While it reduces, its share of memory bandwidth goes unused unless
+# another program on the multiprocessor is loading. At 32K values one program fills a
+# multiprocessor's registers, so there is no other program. The kernel for those rows
+# keeps one program per multiprocessor, walks over rows, and issues the next row's load
+# before reducing the current one. A GPU load does not stop the thread; only the first
+# use of the loaded value does, so the next row streams in during the reductions and the
+# store:
 #
 # .. literalinclude:: /kernels/softmax.py
-#    :pyobject: _schedule
+#    :pyobject: softmax_prefetch_kernel
 #
 # Rows longer than 32K values do not fit in registers; they go to a second kernel that
 # reads each row twice, keeping a running maximum and a rescaled running sum in the
@@ -66,8 +79,8 @@ a short Triton kernel gets to the one-read-one-write limit.
 # -------------------
 #
 # The check runs each kernel path against ``torch.softmax`` evaluated in float64, on
-# row lengths that are not powers of two: one value, a short odd row, and a row long
-# enough for the looped kernel.
+# row lengths that are not powers of two: one value, a short odd row, a row of 20,000
+# values for the prefetching kernel, and a row long enough for the looped kernel.
 
 import torch
 
@@ -76,7 +89,7 @@ from kernels.bench import check, relative_error
 from kernels.runtime import describe_device, kernel_device
 
 print(f"Kernels run on {describe_device()}.")
-for n_cols in (1, 781):
+for n_cols in (1, 781, 20000):
     print(check(softmax.BENCHMARK, n_cols))
 long_rows = torch.randn(3, softmax.MAX_FUSED_COLS + 4465, device=kernel_device())
 error = relative_error(softmax.softmax(long_rows), torch.softmax(long_rows.double(), dim=-1))

@@ -18,9 +18,10 @@ def row_block(n_cols: int) -> int:
     return triton.next_power_of_2(n_cols)
 
 
-def warps_for(block: int) -> int:
-    """Warps for a program holding ``block`` values: about 32 per thread, 4 to 32 warps."""
-    return min(32, max(4, block // 1024))
+def warps_for(block: int, per_thread: int = 32, most: int = 32) -> int:
+    """Warps for a program holding ``block`` values: about ``per_thread`` values per
+    thread, at least 4 warps and at most ``most``."""
+    return min(most, max(4, block // (32 * per_thread)))
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:

@@ -19,17 +19,19 @@ def online_max_and_sum(
     BLOCK_SIZE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     EVICTION: tl.constexpr,
+    EVEN: tl.constexpr,
 ):
     """The maximum of a row of ``n_cols`` values at ``row_ptr``, and the sum of
     ``exp(x - maximum)`` over the row, in one pass of BLOCK_SIZE-value tiles.
 
     ``EVICTION`` is the cache hint of the loads: ``"evict_last"`` when the caller reads
-    the row a second time and wants it kept in L2, ``""`` (no hint) otherwise."""
+    the row a second time and wants it kept in L2, ``""`` (no hint) otherwise.
+    ``EVEN``: ``n_cols`` is a multiple of BLOCK_SIZE, so no tile needs a mask."""
     cols = tl.arange(0, BLOCK_SIZE)
     running_max = tl.full((), -float("inf"), ACC)
     running_sum = tl.full((), 0.0, ACC)
     for start in tl.range(0, n_cols, BLOCK_SIZE, num_stages=NUM_STAGES):
-        mask = start + cols < n_cols
+        mask = (start + cols < n_cols) | EVEN
         # Padding lanes read -inf: they never win the maximum and add exp(-inf) = 0.
         x = tl.load(
             row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy=EVICTION

@@ -23,56 +23,92 @@ from kernels.launch import (
 )
 from kernels.online_softmax import online_max_and_sum
 
-# Rows up to this length are held whole in one program's registers (a 32K-value row is
-# 128 KiB as float32, half a multiprocessor's register file); longer rows take the
-# two-pass kernel below. Its tile and warps come from sweeps on an H200 at 64K values.
+# Rows up to this length are held whole in registers (a 32K-value row is 128 KiB as
+# float32, half a multiprocessor's register file); longer rows take the two-pass kernel
+# below. Its tile and warps come from sweeps on an H200 at 64K values.
 MAX_FUSED_COLS = 32768
 LOOP_BLOCK = 16384
 LOOP_WARPS = 16
+# Rows of this many values and more (up to MAX_FUSED_COLS) take the kernel that loads
+# the next row while it reduces the current one, with one program per multiprocessor.
+PREFETCH_FROM = 32768
+PREFETCH_WARPS = 32
+# Values each thread of the one-row kernel holds: 64 did better than 32 on an H200 at
+# 8K and 16K values (89% of the copy ceiling at 16K with 8 warps, 87% with 16).
+VALUES_PER_THREAD = 64
+
+
+@triton.jit
+def _row_softmax(x):
+    # Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
+    numerator = tl.exp(x - tl.max(x, axis=0))
+    # One division per row; a division per element costs more than the memory.
+    return numerator * (1.0 / tl.sum(numerator, axis=0))
 
 
 @triton.jit
 def softmax_kernel(
+    x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+):
+    # One program per row; the row fits in one tile of BLOCK_SIZE >= n_cols values.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    # EVEN: the row fills the tile, so the mask is the constant True and compiles away,
+    # and with it the registers that masked loads and stores need.
+    mask = (cols < n_cols) | EVEN
+    # Padding lanes read -inf, so they neither win the max nor add to the sum.
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(ACC)
+    y = _row_softmax(x)
+    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_prefetch_kernel(
     x_ptr,
     out_ptr,
     n_rows,
     n_cols,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
-    NUM_STAGES: tl.constexpr,
+    EVEN: tl.constexpr,
 ):
-    # A fixed number of programs, each taking every num_programs-th row; the row fits in
-    # one tile of BLOCK_SIZE >= n_cols values. With NUM_STAGES > 1, Triton loads the
-    # next row while this one is being reduced, so memory never waits for arithmetic.
+    # A fixed number of programs, each taking every num_programs-th row. The next row's
+    # load is issued before the current row is reduced: a load does not wait for its
+    # data until the data is used, so memory keeps working through the reductions and
+    # the store, which in the one-row kernel it does not.
     cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-        offsets = tl.cast(row, tl.int64) * n_cols + cols
-        # Padding lanes read -inf, so they neither win the max nor add to the sum.
-        x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(ACC)
-        # Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
-        numerator = tl.exp(x - tl.max(x, axis=0))
-        # One division per row; a division per element costs more than the memory.
-        y = numerator * (1.0 / tl.sum(numerator, axis=0))
-        tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+    mask = (cols < n_cols) | EVEN
+    step = tl.num_programs(0)
+    first = tl.program_id(0)
+    upcoming = tl.load(x_ptr + first.to(tl.int64) * n_cols + cols, mask=mask, other=-float("inf"))
+    for row in tl.range(first, n_rows, step):
+        x = upcoming.to(ACC)
+        # After the last row, the last row is loaded again and never used, so that the
+        # load needs no row mask.
+        following = tl.minimum(row + step, n_rows - 1).to(tl.int64)
+        upcoming = tl.load(x_ptr + following * n_cols + cols, mask=mask, other=-float("inf"))
+        y = _row_softmax(x).to(out_ptr.dtype.element_ty)
+        tl.store(out_ptr + tl.cast(row, tl.int64) * n_cols + cols, y, mask=mask)
 
 
 @triton.jit
-def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+def softmax_looped_kernel(
+    x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+):
     # For rows too long for registers: a first pass finds the maximum and the sum of
     # exponentials together (the online recurrence); a second pass reads the row again
     # and writes. The second read should come from the L2 cache, not from memory: the
     # first pass marks the row's lines "evict last", so that the stream of other rows
     # does not push them out, and the second pass marks them "evict first", since
     # they are done with. On an H200 at 64K values the hints took the kernel from 69%
-    # to 81% of the copy ceiling.
+    # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles.
     row = tl.program_id(0).to(tl.int64)
     row_ptr = x_ptr + row * n_cols
-    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1, "evict_last")
+    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN)
     inverse_sum = 1.0 / row_sum
     cols = tl.arange(0, BLOCK_SIZE)
     for start in range(0, n_cols, BLOCK_SIZE):
-        mask = start + cols < n_cols
+        mask = (start + cols < n_cols) | EVEN
         x = tl.load(
             row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first"
         ).to(ACC)
@@ -80,23 +116,9 @@ def softmax_looped_kernel(x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE:
         tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-# Rows of this many values (and longer, up to MAX_FUSED_COLS) are served by one
-# program per multiprocessor that prefetches PREFETCH_STAGES rows ahead; shorter rows
-# get one program each. Both settings come from sweeps on an H200.
-PERSISTENT_FROM = 32768
-PREFETCH_STAGES = 3
-
-
-def _schedule(n_rows: int, block: int, device: torch.device) -> tuple[int, int, int]:
-    """Programs, prefetch stages and warps for rows held in tiles of ``block`` values."""
-    num_warps = warps_for(block)
-    if PERSISTENT_FROM <= block <= MAX_FUSED_COLS:
-        return resident_programs(n_rows, num_warps, device), PREFETCH_STAGES, num_warps
-    return n_rows, 1, num_warps
-
-
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    """Softmax of ``x`` over its last dimension, by :func:`softmax_kernel`.
+    """Softmax of ``x`` over its last dimension, by :func:`softmax_kernel` (or, for rows
+    of over 16K values, :func:`softmax_prefetch_kernel` and :func:`softmax_looped_kernel`).
 
     ``x``: a contiguous float tensor (float16, bfloat16, float32 or float64) on the
     device Triton runs on, with a non-empty last dimension.
@@ -107,23 +129,25 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     n_rows, n_cols = rows.shape
     if n_rows == 0:
         return out.view_as(x)
-    if n_cols <= MAX_FUSED_COLS:
-        block = row_block(n_cols)
-        grid, stages, num_warps = _schedule(n_rows, block, x.device)
-        softmax_kernel[(grid,)](
-            rows,
-            out,
-            n_rows,
-            n_cols,
-            ACC=accumulator(x.dtype),
-            BLOCK_SIZE=block,
-            NUM_STAGES=stages,
-            num_warps=num_warps,
-        )
-    else:
+    acc = accumulator(x.dtype)
+    if n_cols > MAX_FUSED_COLS:
         softmax_looped_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=accumulator(x.dtype), BLOCK_SIZE=LOOP_BLOCK, num_warps=LOOP_WARPS
-        )
+            rows, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK,
+            EVEN=n_cols % LOOP_BLOCK == 0, num_warps=LOOP_WARPS,
+        )  # fmt: skip
+        return out.view_as(x)
+    block = row_block(n_cols)
+    if block >= PREFETCH_FROM:
+        programs = resident_programs(n_rows, PREFETCH_WARPS, x.device)
+        softmax_prefetch_kernel[(programs,)](
+            rows, out, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            num_warps=PREFETCH_WARPS,
+        )  # fmt: skip
+    else:
+        softmax_kernel[(n_rows,)](
+            rows, out, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            num_warps=warps_for(block, VALUES_PER_THREAD),
+        )  # fmt: skip
     return out.view_as(x)
 
 

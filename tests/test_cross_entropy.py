@@ -17,8 +17,14 @@ def targets_for(n_rows: int, n_classes: int, seed: int = 0) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)
 @pytest.mark.parametrize(
     ("n_rows", "n_classes"),
-    [(1, 1), (1, 1000), (6, 781), (3, cross_entropy.BLOCK_SIZE + 77)],
-    ids=["1x1", "one-row", "odd-vocab", "longer-than-a-tile"],
+    [
+        (1, 1),
+        (1, 1000),
+        (6, 781),
+        (3, cross_entropy.BLOCK_SIZE + 77),
+        (2, 2 * cross_entropy.BLOCK_SIZE),
+    ],
+    ids=["1x1", "one-row", "odd-vocab", "longer-than-a-tile", "whole-tiles"],
 )
 def test_loss_and_gradient_match_float64(n_rows: int, n_classes: int, dtype: torch.dtype) -> None:
     logits = (randn(n_rows, n_classes, dtype=dtype) * 3).requires_grad_()

@@ -2,14 +2,18 @@
 
 import pytest
 import torch
+import triton
 from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
 from kernels import softmax
+from kernels.launch import resident_programs
 
 
 @pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)
 @pytest.mark.parametrize(
-    "shape", [(1, 1), (1, 1000), (7, 781), (3, 4, 1025)], ids=["1x1", "one-row", "odd-row", "3d"]
+    "shape",
+    [(1, 1), (1, 1000), (7, 781), (5, 1024), (3, 4, 1025)],
+    ids=["1x1", "one-row", "odd-row", "row-fills-tile", "3d"],
 )
 def test_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) -> None:
     x = randn(*shape, dtype=dtype, seed=sum(shape))
@@ -18,16 +22,24 @@ def test_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) -> None:
     assert_close_to_float64(out, torch.softmax(x.double(), dim=-1), dtype)
 
 
-def test_persistent_path_for_32k_rows() -> None:
-    x = randn(5, 20000)
-    programs, stages, _ = softmax._schedule(5, 32768, DEVICE)
-    assert softmax.PERSISTENT_FROM <= 32768 <= softmax.MAX_FUSED_COLS
-    assert programs <= 5 and stages == softmax.PREFETCH_STAGES
+@pytest.mark.parametrize("n_cols", [20000, softmax.PREFETCH_FROM], ids=["odd", "fills-tile"])
+def test_prefetch_path_for_32k_rows(n_cols: int) -> None:
+    # More rows than programs, so each program prefetches past its first row, and one
+    # program's last prefetch falls past the last row.
+    assert softmax.PREFETCH_FROM <= triton.next_power_of_2(n_cols) <= softmax.MAX_FUSED_COLS
+    n_rows = 5
+    assert resident_programs(n_rows, softmax.PREFETCH_WARPS, DEVICE) < n_rows
+    x = randn(n_rows, n_cols, seed=n_cols)
     assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
 
 
-def test_looped_path_for_rows_longer_than_one_tile() -> None:
-    x = randn(2, softmax.MAX_FUSED_COLS + 4465) * 10
+@pytest.mark.parametrize(
+    "n_cols",
+    [softmax.MAX_FUSED_COLS + 4465, softmax.MAX_FUSED_COLS + softmax.LOOP_BLOCK],
+    ids=["odd", "whole-tiles"],
+)
+def test_looped_path_for_rows_longer_than_one_tile(n_cols: int) -> None:
+    x = randn(2, n_cols) * 10
     assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
 
 
