@@ -25,6 +25,13 @@ can match it and, in training, the backward pass is where the work is.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_forward_kernel
 #
+# Hidden sizes are usually powers of two, and then the row fills its tile exactly. The
+# launcher says so with ``EVEN``; the mask becomes the constant ``True`` and the compiler
+# drops it, with the predicate registers of every load and store. At 8K values ptxas
+# then gives a thread 64 registers instead of 80, more programs fit on a
+# multiprocessor, and in a sweep on an H200 the 8K point went from 87% to 93% of the
+# copy ceiling.
+#
 # The backward kernel
 # -------------------
 #

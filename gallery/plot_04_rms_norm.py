@@ -14,9 +14,21 @@ five trips through memory; ``torch.nn.functional.rms_norm`` is the baseline we t
 # The kernel
 # ----------
 #
-# One program per row: load the row, reduce the sum of squares in registers, scale,
-# multiply by the weight, write. The padding lanes load zeros, which add nothing to the
-# sum of squares, and the mean divides by the true row length.
+# One program per row: load the row, reduce the sum of squares, scale, multiply by the
+# weight, write. The padding lanes load zeros, which add nothing to the sum of squares,
+# and the mean divides by the true row length.
+#
+# Two choices come from measurements on an H200, and both are about registers, since
+# the fewer a program needs, the more programs share a multiprocessor and the more
+# loads are in flight:
+#
+# * The row is loaded twice: once for the sum of squares, once for the output. The
+#   second load finds the row in cache (the first marks it ``evict_last``, the second
+#   ``evict_first``), so memory still sees one read, but nothing row-sized has to stay
+#   in registers across the reduction. This is what ``torch.compile`` generates for
+#   RMSNorm; at 8K values it took our kernel from 94% to 98% of the copy ceiling.
+# * When the hidden size is a power of two, the row fills its tile, ``EVEN`` is set and
+#   the mask, the constant ``True``, compiles away.
 #
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm_kernel
