@@ -123,15 +123,16 @@ large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85,
 # Our goals for a fused kernel at these sizes are 85% of the copy ceiling and at least
 # the speed of the faster PyTorch baseline; the last columns say, size by size, whether
 # the run recorded here reached them. The kernels beat both baselines by a wide margin,
-# because those make more than one pass over memory, but they stay short of the ceiling
-# goal by a few points. The reasons, as far as we have measured them:
+# because those make more than one pass over memory. Against the ceiling, 16K values
+# (the one-row kernel, with ``EVEN`` and 8 warps) reaches the goal; 32K and 64K stay a
+# few points short. What we know of the reasons:
 #
-# * a long row is one program's tile: at 16K values it holds 64 KiB of float32 in
-#   registers, so one program fits on a multiprocessor at a time, and the phases of a
-#   row (load, reduce, write) overlap less than in a copy. Prefetching the next row
-#   (``NUM_STAGES``) won back part of that at 32K values; at 16K it did not, nor did
-#   capping the registers so that two programs fit, nor cache hints on the loads and
-#   stores;
+# * at 32K values, a scratch copy of the prefetching kernel ran at 88% of the ceiling
+#   in four sweeps on an H200, and the kernel shown above at 80 to 82%, in the build
+#   recorded here and in a sweep that timed both side by side on the same data. We have
+#   not found why: the two compile to the same machine code (we compared the SASS, the
+#   only differences are in how the first row's address is computed), take the same
+#   arguments and the same grid. Finding it is the next step for this size;
 # * at 64K values the second read of each row comes from L2 only as long as the cache
 #   keeps it; without the hints the looped kernel ran at about 70% of the ceiling;
 # * ``do_bench`` flushes the L2 cache by writing zeros before each run, and each timed

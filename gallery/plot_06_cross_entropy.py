@@ -124,23 +124,28 @@ for index, n_classes in enumerate(doc["x"]):
 # sizes needs no more memory than the Triton kernel.
 #
 # On speed, the fused kernels are more than twice as fast as PyTorch eager at large
-# vocabularies and ahead of ``torch.compile``. The forward kernel, though, stays short
-# of our 85% ceiling goal at 32K logits a row and only nears or passes it at the largest
-# vocabularies (the table says which). What we know of the reasons:
+# vocabularies and ahead of ``torch.compile``. The forward kernel reaches our 85%
+# ceiling goal from 64K logits a row on, and stays short of it at 32K (the table says
+# by how much). What we measured of the reasons, in sweeps on an H200:
 #
-# * the forward pass only reads. Before each timed call, ``do_bench`` flushes the L2
-#   cache by writing zeros, and the write-back of those zeros competes with the call's
-#   reads; the "copy" column shows what that costs a copy of the same number
-#   of bytes, and a call that moves 256 MB pays a visible share of it;
-# * each program walks its row tile after tile, with a reduction between tiles. Giving
-#   each tile of a row its own program and merging the results in a second kernel was
-#   no faster in our measurements at large vocabularies, and much slower at small ones
-#   (three launches instead of two), so the kernel stays one program per row;
-# * at 32K logits a row the rate also changes a lot from one build to the next (between
-#   about half and three quarters of the ceiling in our last builds, with the same
-#   kernel), far more than at 64K or 128K. A call there takes well under a tenth of a
-#   millisecond, about as long as the Python work of a call (the checks, autograd, two
-#   launches), so the GPU may be waiting for the host; we have not yet measured that.
+# * a call is two kernels: the row losses, then their mean, which one program
+#   computes. At 32K logits the first alone ran at 80% of the ceiling and the pair at
+#   74%; reading 4096 rows at once with 16 warps, instead of looping over 1024 rows with
+#   4, took the mean from about 7 to about 4 microseconds;
+# * the first kernel only reads, so its limit is the read rate of a kernel with its
+#   shape. A probe with the same tiles that only sums the logits reached 87% of the
+#   ceiling at 32K and 94 to 97% at 64K; the rest is the online logsumexp itself, whose
+#   steps (maximum, then ``exp``, then sum, then the next tile) each wait for the one
+#   before.
+#   Keeping a running maximum and sum per lane instead, with one reduction at the end,
+#   needed a second ``exp`` per logit (or a ``where`` on every lane) and was slower;
+# * the host is not what holds 32K back: the Python side of a call (checks, autograd,
+#   two launches, four allocations) took 55 to 61 microseconds, and timing the same call
+#   with the host kept far ahead of the GPU gave the same rate as ``do_bench`` from 32K
+#   logits on. At 16K it did not (50% against 62%): there the GPU waits for the host;
+# * ``do_bench`` flushes the L2 cache by writing zeros before each timed call, and the
+#   write-back of those zeros competes with the call's reads; the "copy" column shows
+#   what that costs a copy of the same number of bytes.
 #
 # Quiz
 # ----
