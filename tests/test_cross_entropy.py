@@ -63,6 +63,19 @@ def test_ignored_rows_count_for_nothing() -> None:
     assert torch.all(logits.grad[[1, 4]] == 0)
 
 
+def test_mean_over_more_rows_than_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The mean kernel reads MEAN_BLOCK rows at a time; with more rows it loops, and the
+    # sum and the count of rows that count must carry across blocks (and skip padding).
+    monkeypatch.setattr(cross_entropy, "MEAN_BLOCK", 16)
+    logits = randn(37, 11, dtype=torch.float64)
+    targets = targets_for(37, 11)
+    targets[[3, 20, 36]] = cross_entropy.IGNORE_INDEX
+    loss = cross_entropy.cross_entropy(logits, targets)
+    assert math.isclose(
+        loss.item(), torch.nn.functional.cross_entropy(logits, targets).item(), rel_tol=1e-12
+    )
+
+
 def test_unchecked_out_of_range_target_gives_nan_not_another_rows_logit() -> None:
     logits = randn(3, 10)
     loss = cross_entropy.cross_entropy(
