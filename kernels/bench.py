@@ -276,17 +276,41 @@ def copy_rate(n_bytes_moved: int) -> float:
     return 2 * src.numel() * src.element_size() / ms / 1e6
 
 
+# A ceiling is the best the machine does, and one timing of it can come out low: in one
+# H200 build, the copy ceiling timed for one page read 3,805 GB/s where every other page
+# of the same build read 4,245 to 4,250, and that page's kernel showed 110% "of the
+# ceiling". Each ceiling is therefore the best of a few timings.
+CEILING_TIMINGS = 3
+
+
+def best_of(rate: Callable[[], float], timings: int = CEILING_TIMINGS) -> float:
+    """The highest of ``timings`` calls of ``rate``: a ceiling, robust to one slow run."""
+    return max(rate() for _ in range(timings))
+
+
 def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
-    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and written."""
-    return {"name": "device copy", "value": copy_rate(2 * n_bytes), "bytes_copied": n_bytes}
+    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and
+    written: the best of CEILING_TIMINGS timed copies."""
+    return {
+        "name": "device copy",
+        "value": best_of(lambda: copy_rate(2 * n_bytes)),
+        "bytes_copied": n_bytes,
+        "timings": CEILING_TIMINGS,
+    }
 
 
 def matmul_ceiling(n: int = 8192) -> dict[str, Any]:
-    """The cuBLAS bf16 matrix-product rate of this GPU in TFLOP/s, on random data."""
+    """The cuBLAS bf16 matrix-product rate of this GPU in TFLOP/s, on random data: the
+    best of CEILING_TIMINGS timed products."""
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    ms = time_ms(lambda: a @ b)
-    return {"name": "cuBLAS bf16 matmul", "value": 2 * n**3 / ms / 1e9, "shape": [n, n, n]}
+    value = best_of(lambda: 2 * n**3 / time_ms(lambda: a @ b) / 1e9)
+    return {
+        "name": "cuBLAS bf16 matmul",
+        "value": value,
+        "shape": [n, n, n],
+        "timings": CEILING_TIMINGS,
+    }
 
 
 def _rate(spec: BenchmarkSpec, size: int, ms: float) -> float:

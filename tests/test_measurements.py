@@ -159,6 +159,21 @@ def test_report_shows_the_same_size_copy_where_the_record_has_it(
     assert "same-size copy" in printed and printed.count("75.0%") == len(rows)
 
 
+def test_report_says_when_a_copy_beat_the_ceiling_by_more_than_noise(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kernels.report import print_large_sizes
+
+    spec = BENCHMARKS["vector_add"]
+    doc = copy.deepcopy(measurements.load("vector_add"))
+    doc["same_size_copy"] = [doc["ceiling"]["value"] * 1.01] * len(doc["x"])
+    print_large_sizes(spec, doc, min_work=1e9)
+    assert "read low" not in capsys.readouterr().out
+    doc["same_size_copy"][-1] = doc["ceiling"]["value"] * 1.1
+    print_large_sizes(spec, doc, min_work=1e9)
+    assert "a same-size copy ran at 110% of this run's ceiling" in capsys.readouterr().out
+
+
 def test_report_compares_with_a_named_baseline(capsys: pytest.CaptureFixture[str]) -> None:
     from kernels.report import print_large_sizes
 
