@@ -277,9 +277,9 @@ def copy_rate(n_bytes_moved: int) -> float:
 
 
 # A ceiling is the best the machine does, and one timing of it can come out low: in one
-# H200 build, the copy ceiling timed for one page read 3,805 GB/s where every other page
-# of the same build read 4,245 to 4,250, and that page's kernel showed 110% "of the
-# ceiling". Each ceiling is therefore the best of a few timings.
+# H200 build, the copy ceiling timed for one page read 3,805 GB/s where the seven other
+# copy ceilings of the same build read 4,245 to 4,250, and that page's kernel showed 110%
+# "of the ceiling". Each ceiling is therefore the best of a few timings.
 CEILING_TIMINGS = 3
 
 
