@@ -123,9 +123,9 @@ large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85,
 # Our goals for a fused kernel at these sizes are 85% of the copy ceiling and at least
 # the speed of the faster PyTorch baseline; the last columns say, size by size, whether
 # the run recorded here reached them. The kernels beat both baselines by a wide margin,
-# because those make more than one pass over memory. Against the ceiling, 16K values
-# (the one-row kernel, with ``EVEN`` and 8 warps) reaches the goal; 32K and 64K stay a
-# few points short. What we know of the reasons:
+# because those make more than one pass over memory. The two lines under the table sum
+# up the run: against the ceiling, the longest rows have fallen a few points short in
+# every build so far. What we know of the reasons:
 #
 # * at 32K values, a scratch copy of the prefetching kernel ran at 88% of the ceiling
 #   in four sweeps on an H200, and the kernel shown above at 80 to 82%, in the build

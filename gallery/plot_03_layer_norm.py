@@ -156,11 +156,11 @@ large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_
 # bytes as one call, timed the same way: it is what a perfect kernel of that size could
 # expect, and at these sizes it is itself a few percent short of the ceiling.
 #
-# Where the forward kernel trails ``torch.compile`` (at 16K values in the run recorded
-# here), the gap is small and comes from the shape of our kernel: one program holds a
-# whole row, so few programs fit on a multiprocessor, and while a program computes its
-# two reductions (the mean, then the variance) its multiprocessor has fewer loads in
-# flight. ``torch.compile`` walks the row in tiles of 2048 values instead, with a
+# Where the forward kernel trails ``torch.compile`` (the line under the forward table
+# says where), the gap is small and comes from the shape of our kernel: one program
+# holds a whole row, so few programs fit on a multiprocessor, and while a program
+# computes its two reductions (the mean, then the variance) its multiprocessor has
+# fewer loads in flight. ``torch.compile`` walks the row in tiles of 2048 values instead, with a
 # running (Welford) mean and variance, and reads the row a second time, from cache, for
 # the output. Limiting the registers so that two programs fit, prefetching the next
 # row, reading the row twice as RMSNorm does, and our own tiled two-pass version did not

@@ -70,8 +70,8 @@ large = print_large_sizes(rms_norm.BENCHMARK, measurement.doc, ceiling_goal=0.85
 # eager kernel falls behind at long rows. ``torch.compile`` produces a kernel of the
 # same shape as ours (it taught us the second read) and lands in the same place: at 8K
 # values both run at about 98% of the ceiling, so which one is ahead there is a matter
-# of a percent, and a run can go either way. In the run recorded here ours is ahead at
-# every size the table lists.
+# of a percent, and a run can go either way. The lines under the table say how the run
+# recorded here came out.
 #
 # Quiz
 # ----

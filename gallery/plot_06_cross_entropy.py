@@ -124,9 +124,10 @@ for index, n_classes in enumerate(doc["x"]):
 # sizes needs no more memory than the Triton kernel.
 #
 # On speed, the fused kernels are more than twice as fast as PyTorch eager at large
-# vocabularies and ahead of ``torch.compile``. The forward kernel reaches our 85%
-# ceiling goal from 64K logits a row on, and stays short of it at 32K (the table says
-# by how much). What we measured of the reasons, in sweeps on an H200:
+# vocabularies and ahead of ``torch.compile``. The lines under the forward table say
+# where the forward kernel reaches our 85% ceiling goal; at 32K logits a row it has
+# fallen short in every build so far. What we measured of the reasons, in sweeps on an
+# H200:
 #
 # * a call is two kernels: the row losses, then their mean, which one program
 #   computes. At 32K logits the first alone ran at 80% of the ceiling and the pair at

@@ -102,6 +102,14 @@ def print_large_sizes(
             + f"{row['best_baseline']:>16} {row['vs_best']:>11.2f}x"
             + "".join(f" {v:>10}" for v in verdicts)
         )
+    if rows and ceiling_goal is not None:
+        _print_verdict(
+            f"Ceiling goal ({ceiling_goal:.0%})", spec.x_name, rows, "of_ceiling", ceiling_goal
+        )
+    if rows and baseline_goal is not None:
+        _print_verdict(
+            f"Baseline goal ({baseline_goal:.2f}x)", spec.x_name, rows, "vs_best", baseline_goal
+        )
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in rows), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
@@ -111,3 +119,24 @@ def print_large_sizes(
             "the ceiling's timing\nread low, so the shares of it above read high."
         )
     return rows
+
+
+def size_list(sizes: list[int]) -> str:
+    """Sizes as a phrase: ``4,096``, ``4,096 and 8,192``, ``4,096, 8,192 and 16,384``."""
+    names = [f"{size:,}" for size in sizes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _print_verdict(
+    goal: str, x_name: str, rows: list[dict[str, Any]], key: str, target: float
+) -> None:
+    # The verdict in words, from the measurement: prose typed beside a table goes stale
+    # when the benchmarks are measured again, this line does not.
+    met = [row["size"] for row in rows if row[key] >= target]
+    missed = [row["size"] for row in rows if row[key] < target]
+    if not missed:
+        print(f"{goal}: met at every size in the table.")
+    elif not met:
+        print(f"{goal}: missed at every size in the table.")
+    else:
+        print(f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}.")

@@ -174,6 +174,43 @@ def test_report_says_when_a_copy_beat_the_ceiling_by_more_than_noise(
     assert "a same-size copy ran at 110% of this run's ceiling" in capsys.readouterr().out
 
 
+def test_report_states_the_verdict_in_words_from_the_record(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kernels.report import print_large_sizes
+
+    spec = BENCHMARKS["vector_add"]
+    doc = copy.deepcopy(measurements.load("vector_add"))
+    # From 2**25 elements (403 MB a call) up: 2**25 reaches the ceiling goal, the three
+    # larger sizes miss it, and every size is behind the faster baseline.
+    ceiling = doc["ceiling"]["value"]
+    doc["series"]["Triton"] = [ceiling * (0.95 if x == 2**25 else 0.5) for x in doc["x"]]
+    for name in doc["series"]:
+        if name != "Triton":
+            doc["series"][name] = [2 * ceiling] * len(doc["x"])
+    rows = print_large_sizes(spec, doc, min_work=12 * 2**25, ceiling_goal=0.9, baseline_goal=1.0)
+    assert [row["size"] for row in rows] == [2**25, 2**26, 2**27, 2**28]
+    printed = capsys.readouterr().out
+    assert (
+        "Ceiling goal (90%): met at N = 33,554,432; "
+        "missed at 67,108,864, 134,217,728 and 268,435,456." in printed
+    )
+    assert "Baseline goal (1.00x): missed at every size in the table." in printed
+    doc["series"]["Triton"] = [3 * ceiling] * len(doc["x"])
+    print_large_sizes(spec, doc, min_work=12 * 2**25, ceiling_goal=0.9, baseline_goal=1.0)
+    printed = capsys.readouterr().out
+    assert "Ceiling goal (90%): met at every size in the table." in printed
+    assert "Baseline goal (1.00x): met at every size in the table." in printed
+
+
+def test_size_list_reads_as_a_phrase() -> None:
+    from kernels.report import size_list
+
+    assert size_list([4096]) == "4,096"
+    assert size_list([4096, 8192]) == "4,096 and 8,192"
+    assert size_list([4096, 8192, 16384]) == "4,096, 8,192 and 16,384"
+
+
 def test_report_compares_with_a_named_baseline(capsys: pytest.CaptureFixture[str]) -> None:
     from kernels.report import print_large_sizes
 
