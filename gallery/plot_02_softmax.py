@@ -124,7 +124,7 @@ large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85,
 # the speed of the faster PyTorch baseline; the last columns say, size by size, whether
 # the run recorded here reached them. The kernels beat both baselines by a wide margin,
 # because those make more than one pass over memory. The two lines under the table sum
-# up the run: against the ceiling, the longest rows have fallen a few points short in
+# up the run: against the ceiling, rows of 32K and 64K values have fallen short in
 # every build so far. What we know of the reasons:
 #
 # * at 32K values, a scratch copy of the prefetching kernel ran at 88% of the ceiling
