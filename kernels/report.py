@@ -7,6 +7,8 @@ from kernels.bench import BenchmarkSpec
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
+# The widest line a page's code block shows without a scroll bar (the table's width).
+LINE_WIDTH = 101
 
 
 def large_sizes(
@@ -139,4 +141,8 @@ def _print_verdict(
     elif not met:
         print(f"{goal}: missed at every size in the table.")
     else:
-        print(f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}.")
+        line = f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}."
+        # Like the table, the line must fit a page's code block without scrolling.
+        if len(line) > LINE_WIDTH:
+            line = line.replace("; missed", ";\n    missed")
+        print(line)

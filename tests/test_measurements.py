@@ -177,7 +177,7 @@ def test_report_says_when_a_copy_beat_the_ceiling_by_more_than_noise(
 def test_report_states_the_verdict_in_words_from_the_record(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from kernels.report import print_large_sizes
+    from kernels.report import LINE_WIDTH, print_large_sizes
 
     spec = BENCHMARKS["vector_add"]
     doc = copy.deepcopy(measurements.load("vector_add"))
@@ -195,7 +195,17 @@ def test_report_states_the_verdict_in_words_from_the_record(
         "Ceiling goal (90%): met at N = 33,554,432; "
         "missed at 67,108,864, 134,217,728 and 268,435,456." in printed
     )
+    assert all(len(line) <= LINE_WIDTH for line in printed.splitlines())
     assert "Baseline goal (1.00x): missed at every size in the table." in printed
+    # Four sizes met and one missed make a line too wide for a page: it breaks in two.
+    doc["series"]["Triton"] = [ceiling * (0.5 if x == 2**24 else 0.95) for x in doc["x"]]
+    print_large_sizes(spec, doc, min_work=12 * 2**24, ceiling_goal=0.9)
+    printed = capsys.readouterr().out
+    assert (
+        "Ceiling goal (90%): met at N = 33,554,432, 67,108,864, 134,217,728 and 268,435,456;\n"
+        "    missed at 16,777,216.\n" in printed
+    )
+    assert all(len(line) <= LINE_WIDTH for line in printed.splitlines())
     doc["series"]["Triton"] = [3 * ceiling] * len(doc["x"])
     print_large_sizes(spec, doc, min_work=12 * 2**25, ceiling_goal=0.9, baseline_goal=1.0)
     printed = capsys.readouterr().out
