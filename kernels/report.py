@@ -56,7 +56,9 @@ def print_large_sizes(
     """Print :func:`large_sizes` as a table and return its rows.
 
     With ``ceiling_goal`` (a share of the ceiling) or ``baseline_goal`` (a ratio to the
-    baseline), each row also says whether the measurement reached it.
+    baseline), each row also says whether the measurement reached it, and a line per
+    goal under the table says where it was met and where missed. A note follows when a
+    same-size copy beat the ceiling by more than run-to-run noise.
     """
     rows = large_sizes(spec, doc, min_work, against)
     if spec.metric == "GB/s":
