@@ -73,11 +73,17 @@ def print_large_sizes(
         )
     baseline_label = against or "faster baseline"
     baseline_phrase = against or "the faster baseline"
+    # Each goal: its name in the verdict line, its column heading, the row value it
+    # judges and the target; each size is judged once, for its column and the line.
     goals = []
     if ceiling_goal is not None:
-        goals.append(f"goal {ceiling_goal:.0%}")
+        pct = f"{ceiling_goal:.0%}"
+        goals.append((f"Ceiling goal ({pct})", f"goal {pct}", "of_ceiling", ceiling_goal))
     if baseline_goal is not None:
-        goals.append(f"goal {baseline_goal:.2f}x")
+        ratio = f"{baseline_goal:.2f}x"
+        goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
+    met_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
+    missed_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
     if goals:
         print(f"Goals: a share of the ceiling, a ratio to {baseline_phrase}; met in this run?")
     with_copy = bool(rows) and rows[0]["copy_of_ceiling"] is not None
@@ -91,14 +97,14 @@ def print_large_sizes(
         f"{spec.x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
         + (f"{'copy':>6} " if with_copy else "")
         + f"{baseline_label:>16} {'Triton vs it':>12}"
-        + "".join(f" {g:>10}" for g in goals)
+        + "".join(f" {heading:>10}" for _, heading, _, _ in goals)
     )
     for row in rows:
         verdicts = []
-        if ceiling_goal is not None:
-            verdicts.append("met" if row["of_ceiling"] >= ceiling_goal else "MISSED")
-        if baseline_goal is not None:
-            verdicts.append("met" if row["vs_best"] >= baseline_goal else "MISSED")
+        for name, _, key, target in goals:
+            met = row[key] >= target
+            (met_at if met else missed_at)[name].append(row["size"])
+            verdicts.append("met" if met else "MISSED")
         print(
             f"{row['size']:>11,} {row['work'] / scale:>9,.0f} {row['triton']:>8,.0f} "
             f"{row['of_ceiling']:>11.1%} "
@@ -106,14 +112,9 @@ def print_large_sizes(
             + f"{row['best_baseline']:>16} {row['vs_best']:>11.2f}x"
             + "".join(f" {v:>10}" for v in verdicts)
         )
-    if rows and ceiling_goal is not None:
-        _print_verdict(
-            f"Ceiling goal ({ceiling_goal:.0%})", spec.x_name, rows, "of_ceiling", ceiling_goal
-        )
-    if rows and baseline_goal is not None:
-        _print_verdict(
-            f"Baseline goal ({baseline_goal:.2f}x)", spec.x_name, rows, "vs_best", baseline_goal
-        )
+    if rows:
+        for name, *_ in goals:
+            _print_verdict(name, spec.x_name, met_at[name], missed_at[name])
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in rows), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
@@ -131,20 +132,16 @@ def size_list(sizes: list[int]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _print_verdict(
-    goal: str, x_name: str, rows: list[dict[str, Any]], key: str, target: float
-) -> None:
+def _print_verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> None:
     # The verdict in words, from the measurement: prose typed beside a table goes stale
     # when the benchmarks are measured again, this line does not.
-    met = [row["size"] for row in rows if row[key] >= target]
-    missed = [row["size"] for row in rows if row[key] < target]
     if not missed:
         print(f"{goal}: met at every size in the table.")
     elif not met:
         print(f"{goal}: missed at every size in the table.")
     else:
-        line = f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}."
+        met_part = f"{goal}: met at {x_name} = {size_list(met)};"
+        missed_part = f"missed at {size_list(missed)}."
         # Like the table, the line must fit a page's code block without scrolling.
-        if len(line) > LINE_WIDTH:
-            line = line.replace("; missed", ";\n    missed")
-        print(line)
+        one_line = len(met_part) + 1 + len(missed_part) <= LINE_WIDTH
+        print(met_part + (" " if one_line else "\n    ") + missed_part)
