@@ -160,12 +160,12 @@ large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_
 # says where), the gap is small and comes from the shape of our kernel: one program
 # holds a whole row, so few programs fit on a multiprocessor, and while a program
 # computes its two reductions (the mean, then the variance) its multiprocessor has
-# fewer loads in flight. ``torch.compile`` walks the row in tiles of 2048 values instead, with a
-# running (Welford) mean and variance, and reads the row a second time, from cache, for
-# the output. Limiting the registers so that two programs fit, prefetching the next
-# row, reading the row twice as RMSNorm does, and our own tiled two-pass version did not
-# close the gap in our sweeps (the best reached 94% of the ceiling, ``torch.compile``
-# 97%).
+# fewer loads in flight. ``torch.compile`` walks the row in tiles of 2048 values
+# instead, with a running (Welford) mean and variance, and reads the row a second time,
+# from cache, for the output. Limiting the registers so that two programs fit,
+# prefetching the next row, reading the row twice as RMSNorm does, and our own tiled
+# two-pass version did not close the gap in our sweeps (the best reached 94% of the
+# ceiling, ``torch.compile`` 97%).
 #
 # The backward pass moves three row-sized arrays at least. At small hidden sizes the
 # whole pass takes a few tens of microseconds on the GPU, and the Python work around it
