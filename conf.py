@@ -6,11 +6,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+# The build's own Sphinx glue (the gallery scraper, rebuild and ran-checks).
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 # Jupyter kernels that myst-nb starts for the lessons inherit this, so they can import
 # the course's packages without an install.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 import kernels  # noqa: F401  (picks GPU or interpreter before any kernel module loads)
+from kernels.bench import measuring
 
 project = "Closing the Ninja Gap"
 author = "The Closing the Ninja Gap authors"
@@ -22,6 +25,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
     "quiz",
+    "course_build",
 ]
 
 root_doc = "docs/index"
@@ -63,18 +67,19 @@ nb_execution_timeout = 600
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3
 
-# sphinx-gallery: one script per kernel; every example runs at every build, because
-# the figures and checks depend on kernels/ too, which sphinx-gallery's cache cannot see
-# (it only watches the script). An example that fails fails the build.
+# sphinx-gallery: one script per kernel. Its own cache looks at the script alone;
+# course_build also re-runs an example when a kernels/ module it uses or a record it
+# reads changed. A GPU build re-runs every example: measuring is what it is for. An
+# example that fails fails the build.
 sphinx_gallery_conf = {
     "examples_dirs": "gallery",
     "gallery_dirs": "docs/examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"/(measurements|__init__)",
-    "run_stale_examples": True,
+    "run_stale_examples": measuring(),
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
-    "image_scrapers": ("kernels.plotting.captioned_matplotlib_scraper",),
+    "image_scrapers": ("course_build.captioned_matplotlib_scraper",),
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",

@@ -87,8 +87,7 @@ import torch
 from kernels.report import print_large_sizes
 
 large = print_large_sizes(
-    vector_add.BENCHMARK,
-    measurement.doc,
+    measurement,
     min_work=vector_add.bytes_moved(2**24, torch.float32),
     ceiling_goal=0.90,
     baseline_goal=0.95,

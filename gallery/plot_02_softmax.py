@@ -117,7 +117,7 @@ figure = plot_measurement(measurement)
 
 from kernels.report import print_large_sizes
 
-large = print_large_sizes(softmax.BENCHMARK, measurement.doc, ceiling_goal=0.85, baseline_goal=1.0)
+large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # Our goals for a fused kernel at these sizes are 85% of the copy ceiling and at least

@@ -127,7 +127,7 @@ from kernels.report import print_large_sizes
 
 forward = measure_or_load(layer_norm.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(layer_norm.BENCHMARK, forward.doc, ceiling_goal=0.85, baseline_goal=1.0)
+large = print_large_sizes(forward, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # Measure the backward pass
@@ -139,7 +139,7 @@ large = print_large_sizes(layer_norm.BENCHMARK, forward.doc, ceiling_goal=0.85, 
 
 backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(layer_norm.BACKWARD_BENCHMARK, backward.doc, baseline_goal=1.0)
+large = print_large_sizes(backward, baseline_goal=1.0)
 
 # %%
 # Read the figures

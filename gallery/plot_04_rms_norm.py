@@ -61,7 +61,7 @@ from kernels.report import print_large_sizes
 
 measurement = measure_or_load(rms_norm.BENCHMARK)
 figure = plot_measurement(measurement)
-large = print_large_sizes(rms_norm.BENCHMARK, measurement.doc, ceiling_goal=0.85, baseline_goal=1.0)
+large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # RMSNorm is the simplest of the norms: one reduction, no second statistic, and no

@@ -87,7 +87,7 @@ from kernels.report import print_large_sizes
 
 measurement = measure_or_load(dropout.BENCHMARK)
 figure = plot_measurement(measurement)
-large = print_large_sizes(dropout.BENCHMARK, measurement.doc, ceiling_goal=0.85, baseline_goal=1.0)
+large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 # Generating random numbers is not free: ten rounds of Philox are some eighty integer

@@ -89,18 +89,16 @@ except ValueError as error:
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import print_large_sizes
+from kernels.report import print_large_sizes, print_peak_memory
 
 forward = measure_or_load(cross_entropy.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(
-    cross_entropy.BENCHMARK, forward.doc, ceiling_goal=0.85, baseline_goal=1.0
-)
+large = print_large_sizes(forward, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
 backward = measure_or_load(cross_entropy.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(cross_entropy.BACKWARD_BENCHMARK, backward.doc, baseline_goal=1.0)
+large = print_large_sizes(backward, baseline_goal=1.0)
 
 # %%
 # Memory
@@ -111,11 +109,7 @@ large = print_large_sizes(cross_entropy.BACKWARD_BENCHMARK, backward.doc, baseli
 # with ``torch.cuda.max_memory_allocated`` in the same run.
 
 figure = plot_peak_memory(forward)
-doc = forward.doc
-print(f"{doc['x_name']:>8} " + " ".join(f"{name:>15}" for name in doc["peak_memory_mb"]))
-for index, n_classes in enumerate(doc["x"]):
-    print(f"{n_classes:>8,} " + " ".join(
-        f"{values[index]:>12,.0f} MB" for values in doc["peak_memory_mb"].values()))  # fmt: skip
+print_peak_memory(forward)
 
 # %%
 # Every provider must allocate the gradient of the logits, as big as the logits; the

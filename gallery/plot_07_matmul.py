@@ -203,8 +203,7 @@ figure = plot_measurement(square)
 # 4096 up.
 
 large = print_large_sizes(
-    matmul.BENCHMARK,
-    square.doc,
+    square,
     min_work=matmul.square_flops(4096, torch.bfloat16),
     baseline_goal=0.95,
     against="cuBLAS",
@@ -235,7 +234,7 @@ if square.fresh:
 
 skinny = measure_or_load(matmul.SKINNY_BENCHMARK)
 figure = plot_measurement(skinny)
-large = print_large_sizes(matmul.SKINNY_BENCHMARK, skinny.doc, min_work=0, against="cuBLAS")
+large = print_large_sizes(skinny, min_work=0, against="cuBLAS")
 
 # %%
 # With 16 rows the product does little arithmetic per byte of the weight: it is bound by

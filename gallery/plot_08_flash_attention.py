@@ -115,34 +115,35 @@ for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
 # and 2.5 times that for the backward pass (five products against two). The dashed
 # line is cuBLAS's bfloat16 matrix-product rate measured in the same run.
 
-from kernels.bench import BenchmarkSpec, Measurement, measure_or_load
+from kernels.bench import measure_or_load
+from kernels.measurements import Measurement
 from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import print_large_sizes
+from kernels.report import print_large_sizes, print_peak_memory
 
 
-def measure_and_judge(spec: BenchmarkSpec, goal: float) -> Measurement:
-    """Measure (or load) ``spec``, draw it, and judge the sizes from 4K tokens up
-    against ``goal`` times the flash backend of SDPA."""
-    measurement = measure_or_load(spec)
-    plot_measurement(measurement)
-    for backend, reason in measurement.doc.get("unavailable", {}).items():
-        print(f"{backend} did not run on this machine ({reason}); it has no line.")
-    from_4k_tokens = spec.work(4096, spec.dtype)
-    print_large_sizes(spec, measurement.doc, from_4k_tokens, baseline_goal=goal,
-                      against="SDPA flash")  # fmt: skip
-    return measurement
+def judge(measurement: Measurement, goal: float) -> None:
+    """Say which backends did not run, and judge the sizes from 4K tokens up against
+    ``goal`` times the flash backend of SDPA."""
+    for backend, reason in measurement.unavailable.items():
+        print(f"{backend} did not run on this machine ({reason}); its line has gaps.")
+    from_4k_tokens = measurement.work[measurement.x.index(4096)]
+    print_large_sizes(measurement, from_4k_tokens, baseline_goal=goal, against="SDPA flash")
 
 
 # %%
 # Our goal for the forward pass is 1.3 times the flash backend of SDPA from 4K tokens up.
 
-forward = measure_and_judge(attention.BENCHMARK, goal=1.3)
+forward = measure_or_load(attention.BENCHMARK)
+figure = plot_measurement(forward)
+judge(forward, goal=1.3)
 
 # %%
 # Causal
 # ------
 
-causal = measure_and_judge(attention.CAUSAL_BENCHMARK, goal=1.3)
+causal = measure_or_load(attention.CAUSAL_BENCHMARK)
+figure = plot_measurement(causal)
+judge(causal, goal=1.3)
 
 # %%
 # Backward
@@ -151,10 +152,14 @@ causal = measure_and_judge(attention.CAUSAL_BENCHMARK, goal=1.3)
 # Only ``backward()`` is timed, on a graph built once; the goal is the speed of SDPA's
 # flash backend.
 
-backward = measure_and_judge(attention.BACKWARD_BENCHMARK, goal=1.0)
+backward = measure_or_load(attention.BACKWARD_BENCHMARK)
+figure = plot_measurement(backward)
+judge(backward, goal=1.0)
 
 # %%
-causal_backward = measure_and_judge(attention.CAUSAL_BACKWARD_BENCHMARK, goal=1.0)
+causal_backward = measure_or_load(attention.CAUSAL_BACKWARD_BENCHMARK)
+figure = plot_measurement(causal_backward)
+judge(causal_backward, goal=1.0)
 
 # %%
 # Memory
@@ -166,12 +171,7 @@ causal_backward = measure_and_judge(attention.CAUSAL_BACKWARD_BENCHMARK, goal=1.
 # (a gap in its line).
 
 figure = plot_peak_memory(forward)
-doc = forward.doc
-print(f"{doc['x_name']:>16} " + " ".join(f"{name:>15}" for name in doc["peak_memory_mb"]))
-for index, seq_len in enumerate(doc["x"]):
-    cells = [values[index] for values in doc["peak_memory_mb"].values()]
-    text = [f"{'out of memory':>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
-    print(f"{seq_len:>16,} " + " ".join(text))
+print_peak_memory(forward)
 
 # %%
 # What the numbers say

@@ -21,9 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.bench import BenchmarkSpec, ProviderUnavailable
 from kernels.checks import check_same_layout, check_tensor
 from kernels.runtime import interpreted
+from kernels.spec import BenchmarkSpec, ProviderUnavailable
 from kernels.tile_dot import tile_dot
 
 ATTENTION_DTYPES = (torch.float16, torch.bfloat16)

@@ -1,115 +1,60 @@
 """The benchmark harness: check every size, then time every provider, then record.
 
 On a GPU, :func:`measure` checks each provider against a float64 reference at every
-size, times Triton, PyTorch eager and ``torch.compile`` with ``triton.testing.do_bench``
-(median of repeated runs, L2 flushed before each, warm-up outside the timing), measures
-the machine's ceiling in the same run, and :func:`measure_or_load` writes the result to
+size, times Triton and its baselines two ways (kernel time and call time, see
+:mod:`kernels.timing`), measures the machine's ceiling in the same run, and returns a
+:class:`~kernels.measurements.Measurement` that :func:`measure_or_load` saves to
 ``gallery/measurements/<name>.json``. Without a GPU nothing is timed: the kernel is
-checked in Triton's interpreter on small inputs and the recorded file is returned.
+checked in Triton's interpreter on small inputs and the recorded file is returned,
+provided it was recorded from the code as it is now (its fingerprint matches).
 
-Run ``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) on a GPU to refresh the
-recorded files without building the site.
+``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) re-measures on a GPU;
+``python -m kernels.bench --stale`` lists the records that no longer match the code.
 """
 
 import argparse
 import functools
 import importlib
 import math
+import os
 import pkgutil
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from kernels import measurements, provenance
+from kernels import fingerprint, measurements, provenance, timing
+from kernels.measurements import (
+    Ceiling,
+    Code,
+    Measurement,
+    MeasurementError,
+    StaleMeasurementError,
+)
 from kernels.runtime import describe_device, interpreted, kernel_device
-
-Metric = Literal["GB/s", "TFLOP/s"]
+from kernels.spec import BenchmarkSpec, Output, ProviderUnavailable
 
 # ||out - ref|| / ||ref|| allowed against a float64 reference: a few units of the
 # dtype's rounding error (bfloat16 has 8 significant bits, float16 11, float32 24).
 RELATIVE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-5}
 
-# do_bench settings, in milliseconds of warm-up and of timed repetitions.
-WARMUP_MS = 25
-REP_MS = 100
+# Set to 1 by ``nox -s docs -- --draft``: a benchmark with no record, or a stale one,
+# is drawn as a labelled placeholder instead of failing the build.
+DRAFT_VARIABLE = "NINJA_GAP_DRAFT"
+# Set to 0 to use the records on a GPU machine instead of measuring (the tests do).
+MEASURE_VARIABLE = "NINJA_GAP_MEASURE"
 
 
-Output = torch.Tensor | tuple[torch.Tensor, ...]
+def draft() -> bool:
+    """Whether this is a draft build, which draws placeholders for missing records."""
+    return os.environ.get(DRAFT_VARIABLE) == "1"
 
 
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    """What a kernel module tells the harness about one benchmark.
-
-    ``make_inputs(size, dtype, device, generator)`` returns the positional inputs of one
-    call; ``triton`` and ``torch_eager`` take them and return the output; ``work(size,
-    dtype)`` is the bytes (``GB/s``) or floating-point operations (``TFLOP/s``) that one
-    call needs at least. ``reference`` (default ``torch_eager``) is evaluated on float64
-    copies of the inputs to check every provider.
-
-    A *backward* benchmark names in ``grad_inputs`` the inputs that receive gradients;
-    its last input is then the gradient of the output. The check compares those
-    gradients, and only the backward pass is timed.
-    """
-
-    name: str
-    metric: Metric
-    x_name: str
-    dtype: torch.dtype
-    gpu_sizes: Sequence[int]
-    interpreter_sizes: Sequence[int]
-    make_inputs: Callable[..., tuple[torch.Tensor, ...]]
-    triton: Callable[..., Output]
-    torch_eager: Callable[..., Output]
-    work: Callable[[int, torch.dtype], float]
-    reference: Callable[..., Output] | None = None
-    grad_inputs: tuple[int, ...] = ()
-    # False for random operations, whose baselines draw other random numbers.
-    check_baselines: bool = True
-    # A training step ``step(provider, inputs)`` whose peak GPU memory is recorded.
-    peak_memory_step: Callable[[Callable[..., Output], tuple[torch.Tensor, ...]], None] | None = (
-        None
-    )
-    # Extra keys for the measurement file, such as the fixed dimensions of the inputs.
-    details: Mapping[str, Any] = field(default_factory=dict)
-    # The series Triton is compared with, by name. None: PyTorch eager (``torch_eager``)
-    # and ``torch.compile`` of it, compiled afresh for each size.
-    baselines: Mapping[str, Callable[..., Output]] | None = None
-    # Providers whose peak memory is recorded beside the others but that are not timed,
-    # such as a naive version that runs out of memory at large sizes.
-    memory_only: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
-
-    @property
-    def backward(self) -> bool:
-        """Whether this benchmark times a backward pass."""
-        return bool(self.grad_inputs)
-
-    @property
-    def series_names(self) -> tuple[str, ...]:
-        """The names of the timed series, Triton first."""
-        baselines = DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
-        return ("Triton", *baselines)
-
-    def providers(self) -> dict[str, Callable[..., Output]]:
-        """The timed providers by series name, for one size (``torch.compile`` is compiled
-        afresh each time this is called)."""
-        if self.baselines is None:
-            return {
-                "Triton": self.triton,
-                "PyTorch": self.torch_eager,
-                "torch.compile": _compiled_for_one_shape(self.torch_eager),
-            }
-        return {"Triton": self.triton, **self.baselines}
-
-
-DEFAULT_BASELINES = ("PyTorch", "torch.compile")
-
-
-class ProviderUnavailable(RuntimeError):
-    """Raised by a baseline that cannot run on this machine (a missing SDPA backend, say);
-    the harness records why and leaves its series out."""
+def measuring() -> bool:
+    """Whether benchmarks are measured here: on a GPU, unless $NINJA_GAP_MEASURE is 0."""
+    return not interpreted() and os.environ.get(MEASURE_VARIABLE) != "0"
 
 
 class CorrectnessError(AssertionError):
@@ -219,22 +164,26 @@ def check(
     return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, tolerance)
 
 
-def time_ms(fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()) -> float:
-    """Median time of ``fn`` in milliseconds, L2 flushed before each run (GPU only).
+def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    # A fresh static compile per size: dynamo's recompile limit would otherwise send
+    # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
+    torch._dynamo.reset()
+    # Timing calls backward() again and again on one graph (retain_graph=True), which
+    # compiled graphs that donate their buffers to the backward pass refuse.
+    torch._functorch.config.donated_buffer = False
+    return torch.compile(fn, dynamic=False)
 
-    ``grad_to_none``: tensors whose ``.grad`` is cleared before each run, so that a timed
-    backward pass writes fresh gradients instead of adding to old ones.
-    """
-    import triton.testing
 
-    ms = triton.testing.do_bench(
-        fn,
-        warmup=WARMUP_MS,
-        rep=REP_MS,
-        grad_to_none=list(grad_to_none) or None,
-        return_mode="median",
-    )
-    return float(ms)
+def providers(spec: BenchmarkSpec) -> dict[str, Callable[..., Output]]:
+    """The timed providers of ``spec`` by series name, for one size (``torch.compile`` is
+    compiled afresh each time this is called)."""
+    if spec.baselines is None:
+        return {
+            "Triton": spec.triton,
+            "PyTorch": spec.torch_eager,
+            "torch.compile": _compiled_for_one_shape(spec.torch_eager),
+        }
+    return {"Triton": spec.triton, **spec.baselines}
 
 
 def _timed_call(
@@ -267,173 +216,229 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
     return None
 
 
-def copy_rate(n_bytes_moved: int) -> float:
-    """GB/s of a device-to-device copy that moves ``n_bytes_moved`` bytes (half of them
-    read, half written), timed the way the kernels are."""
-    src = torch.randn(max(1, n_bytes_moved // 8), device="cuda")
-    dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src))
-    return 2 * src.numel() * src.element_size() / ms / 1e6
+def code_of(spec: BenchmarkSpec) -> Code:
+    """The fingerprint of the code that ``spec`` runs now, with its files and the commit."""
+    files = fingerprint.code_digests(spec.module)
+    return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
 
 
-# A ceiling is the best the machine does, and one timing of it can come out low: in one
-# H200 build, the copy ceiling timed for one page read 3,805 GB/s where the seven other
-# copy ceilings of the same build read 4,245 to 4,250, and that page's kernel showed 110%
-# "of the ceiling". Each ceiling is therefore the best of a few timings.
-CEILING_TIMINGS = 3
+class _Unavailable:
+    """Why each provider could not run or be timed, and at which sizes."""
+
+    def __init__(self, x_name: str) -> None:
+        self.x_name = x_name
+        self.sizes: dict[str, dict[str, list[int]]] = {}
+
+    def add(self, provider: str, size: int, reason: object) -> None:
+        self.sizes.setdefault(provider, {}).setdefault(str(reason), []).append(size)
+
+    def reasons(self) -> dict[str, str]:
+        """One line per provider: ``at N=1,024 and 2,048: reason``."""
+        return {
+            provider: "; ".join(
+                f"at {self.x_name}={', '.join(f'{s:,}' for s in sizes)}: {reason}"
+                for reason, sizes in by_reason.items()
+            )
+            for provider, by_reason in self.sizes.items()
+        }
 
 
-def best_of(rate: Callable[[], float], timings: int = CEILING_TIMINGS) -> float:
-    """The highest of ``timings`` calls of ``rate``: a ceiling, robust to one slow run."""
-    return max(rate() for _ in range(timings))
+def measure(spec: BenchmarkSpec) -> Measurement:
+    """Check, then time, every provider at every GPU size, two ways; return the record.
 
-
-def copy_ceiling(n_bytes: int = 2**30) -> dict[str, Any]:
-    """The device-to-device copy bandwidth of this GPU in GB/s, counting bytes read and
-    written: the best of CEILING_TIMINGS timed copies."""
-    return {
-        "name": "device copy",
-        "value": best_of(lambda: copy_rate(2 * n_bytes)),
-        "bytes_copied": n_bytes,
-        "timings": CEILING_TIMINGS,
-    }
-
-
-def matmul_ceiling(n: int = 8192) -> dict[str, Any]:
-    """The cuBLAS bf16 matrix-product rate of this GPU in TFLOP/s, on random data: the
-    best of CEILING_TIMINGS timed products."""
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    value = best_of(lambda: 2 * n**3 / time_ms(lambda: a @ b) / 1e9)
-    return {
-        "name": "cuBLAS bf16 matmul",
-        "value": value,
-        "shape": [n, n, n],
-        "timings": CEILING_TIMINGS,
-    }
-
-
-def _rate(spec: BenchmarkSpec, size: int, ms: float) -> float:
-    scale = 1e6 if spec.metric == "GB/s" else 1e9
-    return spec.work(size, spec.dtype) / ms / scale
-
-
-def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    # A fresh static compile per size: dynamo's recompile limit would otherwise send
-    # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
-    torch._dynamo.reset()
-    # Timing calls backward() again and again on one graph (retain_graph=True), which
-    # compiled graphs that donate their buffers to the backward pass refuse.
-    torch._functorch.config.donated_buffer = False
-    return torch.compile(fn, dynamic=False)
-
-
-def measure(spec: BenchmarkSpec) -> dict[str, Any]:
-    """Check, then time, every provider at every GPU size; return a measurement document.
-
-    A baseline that raises :class:`ProviderUnavailable` at any size's check is left out
-    of the series, and the size and the reason are recorded under ``unavailable``.
+    A baseline that raises :class:`ProviderUnavailable` at a size's check, or whose
+    kernel time the profiler cannot split into calls, is ``null`` at that size, and the
+    reason is recorded under ``unavailable``. Triton must run everywhere.
     """
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
     device = kernel_device()
-    series: dict[str, list[float]] = {name: [] for name in spec.series_names}
-    unavailable: dict[str, str] = {}
-    peak_memory: dict[str, list[float | None]] = {
-        name: [] for name in (*spec.series_names, *spec.memory_only)
-    }
+    names = (*spec.series_names,)
+    series: dict[str, list[float | None]] = {name: [] for name in names}
+    call_series: dict[str, list[float | None]] = {name: [] for name in names}
+    unavailable = _Unavailable(spec.x_name)
+    peak_memory: dict[str, list[float | None]] = {n: [] for n in (*names, *spec.memory_only)}
     # For a GB/s benchmark, a copy that moves as many bytes as one call, timed alike: the
-    # rate a perfect kernel of that size could expect, launch and cache effects included.
+    # rate a perfect kernel of that size could expect, cache effects included.
     same_size_copy: list[float] = []
     worst_error = 0.0
-    for size in spec.gpu_sizes:
-        providers = {n: fn for n, fn in spec.providers().items() if n not in unavailable}
-        for name, fn in list(providers.items()):
+    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    for index, size in enumerate(spec.gpu_sizes):
+        work = spec.work(size, spec.dtype)
+        running = providers(spec)
+        for name, fn in list(running.items()):
             if name != "Triton" and not spec.check_baselines:
                 continue
             # Fresh random inputs for every check: a fast version must be right on any input.
             try:
-                result = check(spec, size, fn, provider_name=name, seed=len(series[name]) + 1)
+                result = check(spec, size, fn, provider_name=name, seed=index + 1)
             except ProviderUnavailable as reason:
-                # A series with a hole would draw a misleading line: leave it out whole.
-                unavailable[name] = f"at {spec.x_name}={size}: {reason}"
-                del providers[name], series[name], peak_memory[name]
+                if name == "Triton":
+                    raise
+                unavailable.add(name, size, reason)
+                del running[name]
                 continue
             worst_error = max(worst_error, result.relative_error)
         generator = torch.Generator(device=device).manual_seed(size)
         inputs = spec.make_inputs(size, spec.dtype, device, generator)
-        for name, fn in providers.items():
-            call, leaves = _timed_call(spec, fn, inputs)
-            series[name].append(_rate(spec, size, time_ms(call, leaves)))
-            del call, leaves
+        for name in names:
+            kernel_rate = call_rate = None
+            if name in running:
+                call, leaves = _timed_call(spec, running[name], inputs)
+                try:
+                    kernel_rate = work / timing.kernel_time_ms(call, leaves) / scale
+                except timing.KernelTimeUnavailable as reason:
+                    if name == "Triton":
+                        raise
+                    unavailable.add(name, size, f"kernel time: {reason}")
+                    call_rate = None
+                else:
+                    call_rate = work / timing.call_time_ms(call, leaves) / scale
+                del call, leaves
+            series[name].append(kernel_rate)
+            call_series[name].append(call_rate if kernel_rate is not None else None)
         if spec.metric == "GB/s":
-            same_size_copy.append(copy_rate(spec.work(size, spec.dtype)))
+            same_size_copy.append(timing.copy_rate(work))
         if spec.peak_memory_step is not None:
-            for name, fn in {**providers, **spec.memory_only}.items():
+            for name, fn in {**running, **spec.memory_only}.items():
                 step = functools.partial(spec.peak_memory_step, fn, inputs)
                 peak_memory[name].append(peak_memory_mb(step))
-        del inputs
+            for name in set(names) - set(running):
+                peak_memory[name].append(None)
+        del inputs, running
         torch.cuda.empty_cache()
         print(
             f"{spec.name} {spec.x_name}={size:>11,}: "
-            + "  ".join(f"{n} {v[-1]:9.1f}" for n, v in series.items())
-            + f" {spec.metric}",
+            + "  ".join(f"{n} {_shown(v[-1])}" for n, v in series.items())
+            + f" {spec.metric} (kernel time)",
             flush=True,
         )
-    ceiling = copy_ceiling() if spec.metric == "GB/s" else matmul_ceiling()
-    doc: dict[str, Any] = {
-        "benchmark": spec.name,
-        "metric": spec.metric,
-        "x_name": spec.x_name,
-        "x": list(spec.gpu_sizes),
-        "series": series,
-        "ceiling": ceiling,
-        "dtype": str(spec.dtype).removeprefix("torch."),
-        **spec.details,
-        "pass": "backward" if spec.backward else "forward",
-        "timing": {
-            "function": "triton.testing.do_bench",
-            "statistic": "median",
-            "warmup_ms": WARMUP_MS,
-            "rep_ms": REP_MS,
-            "l2_flushed": True,
+    ceiling = timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
+    return Measurement(
+        benchmark=spec.name,
+        metric=spec.metric,
+        x_name=spec.x_name,
+        dtype=str(spec.dtype).removeprefix("torch."),
+        x=tuple(spec.gpu_sizes),
+        work=tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+        series={name: tuple(values) for name, values in series.items()},
+        call_series={name: tuple(values) for name, values in call_series.items()},
+        ceiling=Ceiling(
+            name=ceiling.pop("name"),
+            value=ceiling.pop("value"),
+            timings=ceiling.pop("timings"),
+            details=ceiling,
+        ),
+        code=code_of(spec),
+        environment=provenance.capture(),
+        unavailable=unavailable.reasons(),
+        same_size_copy=tuple(same_size_copy) if same_size_copy else None,
+        peak_memory_mb=(
+            {name: tuple(values) for name, values in peak_memory.items()}
+            if spec.peak_memory_step is not None
+            else None
+        ),
+        details={
+            **spec.details,
+            "pass": "backward" if spec.backward else "forward",
+            "timing": {
+                "kernel_time": (
+                    "median over repeated calls of the summed durations of each call's GPU "
+                    "kernels, memsets and copies (torch.profiler, CUPTI), L2 flushed before each"
+                ),
+                "call_time": "triton.testing.do_bench, median, L2 flushed before each call",
+                "call_warmup_ms": timing.WARMUP_MS,
+                "call_rep_ms": timing.REP_MS,
+            },
+            "check": {
+                "reference": "float64",
+                "providers": list(names) if spec.check_baselines else ["Triton"],
+                "worst_relative_error": worst_error,
+            },
         },
-        "check": {
-            "reference": "float64",
-            "providers": list(series) if spec.check_baselines else ["Triton"],
-            "worst_relative_error": worst_error,
-        },
-        "environment": provenance.capture(),
-    }
-    if same_size_copy:
-        doc["same_size_copy"] = same_size_copy
-    if unavailable:
-        doc["unavailable"] = unavailable
-    if spec.peak_memory_step is not None:
-        doc["peak_memory_mb"] = peak_memory
-    return doc
+        fresh=True,
+    )
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """A measurement document and whether this run measured it (``fresh``) or loaded it."""
+def _shown(rate: float | None) -> str:
+    return "     n/a" if rate is None else f"{rate:9.1f}"
 
-    doc: dict[str, Any]
-    fresh: bool
+
+def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
+    """The files that changed since ``measurement`` was recorded from ``spec``'s code
+    (empty when its fingerprint matches the code as it is now)."""
+    current = code_of(spec)
+    if current.fingerprint == measurement.code.fingerprint:
+        return []
+    return fingerprint.changed_files(measurement.code.files, current.files) or ["(unknown)"]
+
+
+def load_current(spec: BenchmarkSpec) -> Measurement:
+    """The recorded measurement of ``spec``, which must come from the code as it is now.
+
+    Raises :class:`~kernels.measurements.StaleMeasurementError` naming the record and
+    the files that changed, or :class:`~kernels.measurements.MeasurementError` when the
+    record is missing or malformed.
+    """
+    measurement = measurements.load(spec.name, metric=spec.metric)
+    changed = stale_files(measurement, spec)
+    if changed:
+        raise StaleMeasurementError(
+            f"{measurements.path_for(spec.name)} is stale: it was recorded from other code "
+            f"than runs now ({', '.join(changed)} changed since commit "
+            f"{measurement.code.commit}). Re-measure it on a GPU (`nox -s bench -- "
+            f"{spec.name}`), or build a draft (`nox -s docs -- --draft`)."
+        )
+    return measurement
+
+
+def placeholder(spec: BenchmarkSpec, reason: str) -> Measurement:
+    """A stand-in for a record a draft build cannot use: no numbers, a reason."""
+    empty: dict[str, tuple[float | None, ...]] = {}
+    return Measurement(
+        benchmark=spec.name,
+        metric=spec.metric,
+        x_name=spec.x_name,
+        dtype=str(spec.dtype).removeprefix("torch."),
+        x=tuple(spec.gpu_sizes),
+        work=tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+        series=empty,
+        call_series=empty,
+        ceiling=Ceiling(name="not measured", value=math.nan, timings=0),
+        code=code_of(spec),
+        environment={},
+        details={"reason": reason},
+        placeholder=True,
+    )
+
+
+def recorded(spec: BenchmarkSpec) -> Measurement:
+    """The record of ``spec`` that a page may draw: one from the code as it is now.
+
+    A draft build (``$NINJA_GAP_DRAFT`` = 1) gets a placeholder instead of an error when
+    the record is missing, malformed or stale.
+    """
+    try:
+        return load_current(spec)
+    except MeasurementError as error:
+        if not draft():
+            raise
+        print(f"Draft build: {error}")
+        return placeholder(spec, str(error))
 
 
 def measure_or_load(spec: BenchmarkSpec) -> Measurement:
-    """On a GPU, measure ``spec`` and record the file; otherwise check the kernel in the
-    interpreter at its small sizes, print the checks, and load the recorded file."""
-    if interpreted():
-        print(f"No GPU here: checking {spec.name} on {describe_device()}.")
-        for size in spec.interpreter_sizes:
-            print(check(spec, size))
-        return Measurement(measurements.load(spec.name), fresh=False)
-    doc = measure(spec)
-    path = measurements.save(doc)
-    print(f"Recorded {path.name} on {doc['environment']['gpu']}.")
-    return Measurement(doc, fresh=True)
+    """On a GPU, measure ``spec`` and record the file; otherwise check the kernel at its
+    small sizes, print the checks, and return :func:`recorded`."""
+    if measuring():
+        measurement = measure(spec)
+        path = measurements.save(measurement)
+        print(f"Recorded {path.name} on {measurement.environment['gpu']}.")
+        return measurement
+    print(f"Not measuring here: checking {spec.name} on {describe_device()}.")
+    for size in spec.interpreter_sizes:
+        print(check(spec, size))
+    return recorded(spec)
 
 
 def discover() -> dict[str, BenchmarkSpec]:
@@ -451,8 +456,23 @@ def discover() -> dict[str, BenchmarkSpec]:
     return dict(sorted(found.items()))
 
 
+def stale_report(specs: dict[str, BenchmarkSpec]) -> list[str]:
+    """One line per record that the build would refuse: missing, malformed, stale, or
+    left over from a benchmark that no longer exists."""
+    problems = []
+    for spec in specs.values():
+        try:
+            load_current(spec)
+        except MeasurementError as error:
+            problems.append(str(error))
+    for name in sorted(set(measurements.recorded_benchmarks()) - set(specs)):
+        problems.append(f"{measurements.path_for(name)}: no benchmark is named {name!r}")
+    return problems
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: measure the named benchmarks (all by default) and record their files."""
+    """Command line: measure the named benchmarks (all by default) and record their files,
+    or with ``--stale`` list the records that do not match the code."""
     specs = discover()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -461,10 +481,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="NAME",
         help=f"benchmarks to measure (default: all of {', '.join(specs)})",
     )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="list every record whose code fingerprint no longer matches, and exit 1 if any",
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(specs))
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(specs)}")
+    if args.stale:
+        chosen = {name: specs[name] for name in args.names} if args.names else specs
+        problems = stale_report(chosen)
+        for line in problems:
+            print(line)
+        if problems:
+            parser.exit(1, f"{len(problems)} of {len(chosen)} records cannot be drawn\n")
+        print(f"All {len(chosen)} records match the code.")
+        return
     if interpreted():
         parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
     for name in args.names or specs:
@@ -473,8 +507,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    # Run as a script, this file is the module __main__, whose BenchmarkSpec is another
-    # class than the one the kernel modules import: call the real module's main.
+    # Run as a script, this file is the module __main__, whose classes are other objects
+    # than the ones the kernel modules import: call the real module's main.
     from kernels.bench import main as kernels_bench_main
 
-    kernels_bench_main()
+    kernels_bench_main(sys.argv[1:])

@@ -17,7 +17,6 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.bench import BenchmarkSpec
 from kernels.checks import check_normalisation
 from kernels.launch import (
     ROW_DTYPES,
@@ -28,6 +27,7 @@ from kernels.launch import (
     row_block,
     warps_for,
 )
+from kernels.spec import BenchmarkSpec
 
 # Rows are held whole in registers, with several row-sized values at once in the
 # backward pass; past this length they would spill.

@@ -19,9 +19,9 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels.bench import BenchmarkSpec
 from kernels.checks import check_tensor
 from kernels.runtime import interpreted, kernel_device
+from kernels.spec import BenchmarkSpec
 from kernels.tile_dot import tile_dot
 
 MATMUL_DTYPES = (torch.float16, torch.bfloat16)

@@ -1,19 +1,19 @@
-"""The one plotting style of the site, and the gallery scraper that prints its captions.
+"""The one plotting style of the site.
 
 Every benchmark figure is drawn by :func:`plot_measurement`: the metric against the
-problem size, one line per provider, the ceiling measured in the same run dashed. Text
+problem size, one line per provider from kernel time and a lighter one from call time,
+the ceiling measured in the same run dashed. Text
 in the image stays short (axis labels, legend); the provenance caption is kept beside
 the figure and written into the page as text, so that it can be translated.
 """
 
 import math
-from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from kernels.bench import Measurement
-from kernels.provenance import caption
+from kernels.measurements import Measurement
+from kernels.provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
 PROVIDER_COLOURS = {
@@ -28,6 +28,9 @@ PROVIDER_COLOURS = {
 }
 _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CEILING_COLOUR = "#555555"
+# Call time is drawn in the colour of its provider, lighter.
+CALL_TIME_ALPHA = 0.35
+FIGURE_SIZE = (8.5, 4.2)
 
 _CAPTION_ATTRIBUTE = "_ninja_gap_caption"
 
@@ -36,37 +39,57 @@ def _provider_colour(provider: str, index: int) -> str:
     return PROVIDER_COLOURS.get(provider, _FALLBACK_COLOURS[index % len(_FALLBACK_COLOURS)])
 
 
+def _values(rates: tuple[float | None, ...]) -> list[float]:
+    # None marks a size a provider could not run at: a gap in its line.
+    return [math.nan if v is None else v for v in rates]
+
+
+def _placeholder(measurement: Measurement) -> Figure:
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
+            color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel(measurement.x_name)
+    ax.set_ylabel(measurement.metric)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    set_caption(fig, placeholder_caption(measurement.benchmark))
+    return fig
+
+
 def plot_measurement(measurement: Measurement) -> Figure:
-    """Draw a measurement document as the site's standard figure and attach its caption."""
-    doc = measurement.doc
-    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
-    for index, (provider, values) in enumerate(doc["series"].items()):
-        ax.plot(
-            doc["x"],
-            values,
-            marker="o",
-            markersize=3.5,
-            linewidth=1.8,
-            label=provider,
-            color=_provider_colour(provider, index),
-        )
-    ceiling = doc["ceiling"]
+    """Draw a measurement as the site's standard figure and attach its caption: kernel
+    time as the main lines, call time as lighter lines of the same colours, the ceiling
+    dashed. A draft build's placeholder is drawn as an empty, labelled figure."""
+    if measurement.placeholder:
+        return _placeholder(measurement)
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    for index, provider in enumerate(measurement.providers):
+        colour = _provider_colour(provider, index)
+        ax.plot(measurement.x, _values(measurement.series[provider]), marker="o",
+                markersize=3.5, linewidth=1.8, label=provider, color=colour)  # fmt: skip
+        ax.plot(measurement.x, _values(measurement.call_series[provider]), marker=".",
+                markersize=3, linewidth=1.0, alpha=CALL_TIME_ALPHA, color=colour)  # fmt: skip
+    ceiling = measurement.ceiling
     ax.axhline(
-        ceiling["value"],
+        ceiling.value,
         linestyle="--",
         linewidth=1.2,
         color=CEILING_COLOUR,
-        label=f"{ceiling['name']} ({ceiling['value']:,.0f} {doc['metric']})",
+        label=f"{ceiling.name} ({ceiling.value:,.0f} {measurement.metric})",
     )
+    # One legend entry for every lighter line.
+    ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,
+            label="lighter: call time")  # fmt: skip
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(doc["x_name"])
-    ax.set_ylabel(doc["metric"])
-    highest = max([ceiling["value"], *(v for values in doc["series"].values() for v in values)])
-    ax.set_ylim(bottom=0, top=highest * 1.12)
+    ax.set_xlabel(measurement.x_name)
+    ax.set_ylabel(measurement.metric)
+    rates = [v for series in measurement.series.values() for v in series if v is not None]
+    ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
     ax.grid(True, which="major", alpha=0.3)
     # Beside the axes, so that no line or the dashed ceiling runs through the labels.
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    set_caption(fig, caption(doc["environment"], fresh=measurement.fresh))
+    set_caption(fig, caption(measurement.environment, measurement.code.commit,
+                             fresh=measurement.fresh))  # fmt: skip
     return fig
 
 
@@ -74,21 +97,21 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     """Draw the peak GPU memory of one training step per provider, recorded beside a
     benchmark (``peak_memory_mb``), with the same caption as its speed figure. A size at
     which a provider ran out of memory (recorded as None) is a gap in its line."""
-    doc = measurement.doc
-    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
-    for index, (provider, values) in enumerate(doc["peak_memory_mb"].items()):
-        # None marks a size at which the provider ran out of memory: a gap in its line.
-        megabytes = [math.nan if v is None else v for v in values]
-        ax.plot(doc["x"], megabytes, marker="o", markersize=3.5, linewidth=1.8,
+    if measurement.placeholder or measurement.peak_memory_mb is None:
+        return _placeholder(measurement)
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    for index, (provider, values) in enumerate(measurement.peak_memory_mb.items()):
+        ax.plot(measurement.x, _values(values), marker="o", markersize=3.5, linewidth=1.8,
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(doc["x_name"])
+    ax.set_xlabel(measurement.x_name)
     ax.set_ylabel("MB")
     ax.grid(True, which="major", alpha=0.3)
-    # Beside the axes, so that no line or the dashed ceiling runs through the labels.
+    # Beside the axes, so that no line runs through the labels.
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    set_caption(fig, caption(doc["environment"], fresh=measurement.fresh))
+    set_caption(fig, caption(measurement.environment, measurement.code.commit,
+                             fresh=measurement.fresh))  # fmt: skip
     return fig
 
 
@@ -100,21 +123,3 @@ def set_caption(fig: Figure, text: str) -> None:
 def caption_of(fig: Figure) -> str | None:
     """The caption attached to ``fig`` by :func:`set_caption`, if any."""
     return getattr(fig, _CAPTION_ATTRIBUTE, None)
-
-
-def captioned_matplotlib_scraper(
-    block: Any, block_vars: Any, gallery_conf: Any, **kwargs: Any
-) -> str:
-    """sphinx-gallery image scraper: matplotlib's own, plus each figure's caption as text.
-
-    Captions may mark code with `backticks`, as quiz banks do.
-    """
-    from sphinx_gallery.scrapers import matplotlib_scraper
-
-    from quiz.rst import to_rst_inline
-
-    captions = [caption_of(plt.figure(number)) for number in plt.get_fignums()]
-    rst = matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
-    for text in filter(None, captions):
-        rst += f"\n\n.. rst-class:: figure-provenance\n\n{to_rst_inline(text)}\n"
-    return rst

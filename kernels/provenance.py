@@ -5,8 +5,8 @@ import platform
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import torch
 import triton
@@ -43,16 +43,27 @@ def capture() -> dict[str, str]:
     }
 
 
-def caption(environment: dict[str, Any], *, fresh: bool) -> str:
-    """One line of provenance for a figure: GPU, driver, versions, date, and how it was drawn."""
+def caption(environment: Mapping[str, str], commit: str, *, fresh: bool) -> str:
+    """One line of provenance for a figure: GPU, driver, versions, date, the code's
+    commit, and whether this build measured it or drew it from the record."""
     date = environment["date"].replace("T", " ").replace("Z", " UTC")
     where = (
         f"{environment['gpu']}, driver {environment['driver']}, CUDA {environment['cuda']}, "
-        f"torch {environment['torch']}, Triton {environment['triton']}, {date}"
+        f"torch {environment['torch']}, Triton {environment['triton']}, {date}, "
+        f"code at commit {commit}"
     )
     if fresh:
         return f"Measured during this build: {where}."
     return (
         f"Recorded by `{environment['command']}` on {where}. "
-        "This page was built without a GPU, so the figure is drawn from that record."
+        "This build did not measure, so the figure is drawn from that record, "
+        "whose code fingerprint matches the code on this page."
+    )
+
+
+def placeholder_caption(benchmark: str) -> str:
+    """The caption of a draft build's stand-in figure for a benchmark with no usable record."""
+    return (
+        f"Not measured yet: `{benchmark}` has no record of the code as it is now. "
+        "This is a draft build; a GPU build measures it."
     )

@@ -1,9 +1,11 @@
 """What a gallery page prints under its figure: the sizes that matter, against the ceiling
-and a baseline (by default the fastest at each size), read from the measurement itself."""
+and a baseline (by default the fastest at each size), read from the record itself (kernel
+time, the record's ``work``)."""
 
+import math
 from typing import Any
 
-from kernels.bench import BenchmarkSpec
+from kernels.measurements import Measurement
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -12,41 +14,39 @@ LINE_WIDTH = 101
 
 
 def large_sizes(
-    spec: BenchmarkSpec,
-    doc: dict[str, Any],
-    min_work: float,
-    against: str | None = None,
+    measurement: Measurement, min_work: float, against: str | None = None
 ) -> list[dict[str, Any]]:
     """One row per measured size whose call needs at least ``min_work`` (bytes or FLOPs,
-    as the spec counts them): the Triton rate, its share of the ceiling, and its ratio to
+    the record's ``work``): the Triton rate, its share of the ceiling, and its ratio to
     the ``against`` series, or to the fastest baseline at that size. Where the record
     has one, ``copy_of_ceiling`` is the share of the ceiling that a copy of the same
-    number of bytes reached in the same run (else None)."""
+    number of bytes reached in the same run (else None). Rates are kernel time; a
+    baseline with no rate at a size is passed over there."""
     rows = []
-    ceiling = doc["ceiling"]["value"]
-    same_size_copy = doc.get("same_size_copy")
-    baselines = [name for name in doc["series"] if name != "Triton"]
-    for index, size in enumerate(doc["x"]):
-        work = spec.work(size, spec.dtype)
-        if work < min_work:
+    ceiling = measurement.ceiling.value
+    same_size_copy = measurement.same_size_copy
+    series = measurement.series
+    for index, (size, work) in enumerate(zip(measurement.x, measurement.work, strict=True)):
+        triton_rate = series["Triton"][index]
+        if work < min_work or triton_rate is None:
             continue
-        triton_rate = doc["series"]["Triton"][index]
-        best = against or max(baselines, key=lambda name: doc["series"][name][index])
+        ran = [name for name in measurement.baselines if series[name][index] is not None]
+        best = against or max(ran, key=lambda name: series[name][index])
+        baseline_rate = series[best][index]
         rows.append({
             "size": size,
             "work": work,
             "triton": triton_rate,
             "of_ceiling": triton_rate / ceiling,
             "best_baseline": best,
-            "vs_best": triton_rate / doc["series"][best][index],
+            "vs_best": triton_rate / baseline_rate if baseline_rate else math.nan,
             "copy_of_ceiling": same_size_copy[index] / ceiling if same_size_copy else None,
         })  # fmt: skip
     return rows
 
 
 def print_large_sizes(
-    spec: BenchmarkSpec,
-    doc: dict[str, Any],
+    measurement: Measurement,
     min_work: float = 256e6,
     *,
     ceiling_goal: float | None = None,
@@ -60,17 +60,17 @@ def print_large_sizes(
     goal under the table says where it was met and where missed. A note follows when a
     same-size copy beat the ceiling by more than run-to-run noise.
     """
-    rows = large_sizes(spec, doc, min_work, against)
-    if spec.metric == "GB/s":
+    if measurement.placeholder:
+        print(f"{measurement.benchmark}: not measured yet, so there is no table.")
+        return []
+    rows = large_sizes(measurement, min_work, against)
+    metric, x_name = measurement.metric, measurement.x_name
+    if metric == "GB/s":
         unit, scale, work_label = "MB", 1e6, "MB/call"
-        print(
-            f"Sizes where one call moves at least {min_work / scale:,.0f} {unit} ({spec.metric}):"
-        )
+        print(f"Sizes where one call moves at least {min_work / scale:,.0f} {unit} ({metric}):")
     else:
         unit, scale, work_label = "GFLOP", 1e9, "GFLOP"
-        print(
-            f"Sizes where one call needs at least {min_work / scale:,.0f} {unit} ({spec.metric}):"
-        )
+        print(f"Sizes where one call needs at least {min_work / scale:,.0f} {unit} ({metric}):")
     baseline_label = against or "faster baseline"
     baseline_phrase = against or "the faster baseline"
     # Each goal: its name in the verdict line, its column heading, the row value it
@@ -94,7 +94,7 @@ def print_large_sizes(
         )
     # Narrow columns: the table must fit a page's code block without scrolling.
     print(
-        f"{spec.x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
+        f"{x_name:>11} {work_label:>9} {'Triton':>8} {'of ceiling':>11} "
         + (f"{'copy':>6} " if with_copy else "")
         + f"{baseline_label:>16} {'Triton vs it':>12}"
         + "".join(f" {heading:>10}" for _, heading, _, _ in goals)
@@ -114,7 +114,7 @@ def print_large_sizes(
         )
     if rows:
         for name, *_ in goals:
-            _print_verdict(name, spec.x_name, met_at[name], missed_at[name])
+            _print_verdict(name, x_name, met_at[name], missed_at[name])
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in rows), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
@@ -145,3 +145,17 @@ def _print_verdict(goal: str, x_name: str, met: list[int], missed: list[int]) ->
         # Like the table, the line must fit a page's code block without scrolling.
         one_line = len(met_part) + 1 + len(missed_part) <= LINE_WIDTH
         print(met_part + (" " if one_line else "\n    ") + missed_part)
+
+
+def print_peak_memory(measurement: Measurement) -> None:
+    """Print the peak memory recorded beside a benchmark: a row per size, a column per
+    provider, ``out of memory`` where it did not fit."""
+    if measurement.placeholder or measurement.peak_memory_mb is None:
+        print(f"{measurement.benchmark}: no peak memory recorded.")
+        return
+    peak = measurement.peak_memory_mb
+    print(f"{measurement.x_name:>16} " + " ".join(f"{name:>15}" for name in peak))
+    for index, size in enumerate(measurement.x):
+        cells = [values[index] for values in peak.values()]
+        text = [f"{'out of memory':>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
+        print(f"{size:>16,} " + " ".join(text))

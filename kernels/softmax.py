@@ -10,7 +10,6 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.bench import BenchmarkSpec
 from kernels.checks import check_rows
 from kernels.launch import (
     ROW_DTYPES,
@@ -22,6 +21,7 @@ from kernels.launch import (
     warps_for,
 )
 from kernels.online_softmax import online_max_and_sum
+from kernels.spec import BenchmarkSpec
 
 # Rows up to this length are held whole in registers (a 32K-value row is 128 KiB as
 # float32, half a multiprocessor's register file); longer rows take the two-pass kernel

@@ -1,0 +1,194 @@
+"""Sphinx glue for the gallery and the lessons, kept out of the course's own packages.
+
+- The gallery's image scraper: matplotlib's, plus each figure's provenance caption as text.
+- Rebuilds that skip only what did not change: an example or a lesson runs again when
+  its own file, a :mod:`kernels` module it uses (directly or not) or a record it reads
+  has changed, and otherwise keeps its last output. sphinx-gallery by itself looks at
+  the script alone, and Sphinx re-reads a lesson only when its own text changes.
+- Every example really ran: after the gallery is generated, a page that reports no
+  running time, or that lacks a figure its script draws, is a warning (an error with -W).
+
+What a page uses, which figures a script draws and which quiz a page shows are read from
+the sources by the functions here; the tests use the same functions.
+"""
+
+import ast
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from kernels import bench, fingerprint, measurements
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+GALLERY = ROOT / "gallery"
+# Calls that each draw one figure when they run at the top level of a script.
+FIGURE_CALLS = frozenset({"plot_measurement", "plot_peak_memory", "subplots", "figure"})
+_QUIZ = re.compile(r"(?:^#? *\.\. quiz:: *|^```\{quiz\} *)([\w-]+)", re.MULTILINE)
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_RUNNING_TIME = re.compile(
+    r"\*\*Total running time of the script:\*\* \((\d+) minutes ([\d.]+) seconds\)"
+)
+# Where sphinx-gallery keeps, beside each copied script, what our rebuild check saw last.
+_STAMP_SUFFIX = ".deps"
+
+
+def gallery_scripts() -> list[Path]:
+    """The gallery's example scripts, in page order."""
+    return sorted(GALLERY.glob("plot_*.py"))
+
+
+def lesson_code(markdown: str) -> str:
+    """The Python code of a MyST notebook page: its code cells, joined."""
+    cells = _CODE_CELL.findall(markdown)
+    # A cell's leading ":tags:" option lines are not Python.
+    return "\n".join(re.sub(r"^:\w+:.*$", "", cell, flags=re.MULTILINE) for cell in cells)
+
+
+def quiz_names(source: str) -> list[str]:
+    """The quiz banks a page shows (``.. quiz:: name`` or a ``{quiz}`` fence), in order."""
+    return _QUIZ.findall(source)
+
+
+def figure_count(script: str) -> int:
+    """How many figures a gallery script draws: its top-level calls of FIGURE_CALLS.
+
+    A figure drawn inside a function or a loop cannot be counted from the source, so it
+    is an error: draw each figure at the top level, where the reader sees it.
+    """
+    tree = ast.parse(script)
+    top_level = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.ClassDef | ast.For | ast.While):
+            for node in ast.walk(statement):
+                if _is_figure_call(node):
+                    raise ValueError(
+                        f"line {node.lineno}: a figure drawn inside a function or loop "
+                        "cannot be counted; draw each figure at the top level of the script"
+                    )
+        else:
+            top_level.update(n for n in ast.walk(statement) if _is_figure_call(n))
+    return len(top_level)
+
+
+def _is_figure_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in FIGURE_CALLS
+
+
+def dependencies(code: str) -> list[Path]:
+    """The files whose change must re-run ``code``: every :mod:`kernels` module it
+    imports (directly or not), and the records of the benchmarks those modules declare
+    or that the code names as a string."""
+    modules = fingerprint.closure(fingerprint.imported_modules(code))
+    records = {spec.name for spec in bench.discover().values() if spec.module in modules}
+    records |= {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
+    paths = [fingerprint.module_path(module) for module in modules]
+    paths += [measurements.path_for(name) for name in sorted(records)]
+    return [path for path in paths if path.exists()]
+
+
+def stamp(own_source: Path, paths: list[Path]) -> str:
+    """A hash over a source file and the files it depends on."""
+    digest = hashlib.sha256(own_source.read_bytes())
+    for path in paths:
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _gallery_dir(app: Sphinx) -> Path:
+    return Path(app.srcdir) / app.config.sphinx_gallery_conf["gallery_dirs"]
+
+
+def _example_stamp(script: Path) -> str:
+    return stamp(script, dependencies(script.read_text(encoding="utf-8")))
+
+
+def rerun_changed_examples(app: Sphinx) -> None:
+    """Before sphinx-gallery looks: forget the checksum of each example whose
+    dependencies changed since its last successful run, so that it runs again."""
+    out = _gallery_dir(app)
+    for script in gallery_scripts():
+        stamp_file = out / (script.name + _STAMP_SUFFIX)
+        current = _example_stamp(script)
+        if not stamp_file.exists() or stamp_file.read_text(encoding="utf-8") != current:
+            (out / (script.name + ".md5")).unlink(missing_ok=True)
+
+
+def check_examples_ran(app: Sphinx) -> None:
+    """After sphinx-gallery ran the examples: every page reports a running time and has
+    every figure its script draws; remember what each successful run depended on."""
+    out = _gallery_dir(app)
+    for script in gallery_scripts():
+        page = out / f"{script.stem}.rst"
+        if not page.exists():
+            logger.warning("%s: sphinx-gallery wrote no page for it", script.name)
+            continue
+        rst = page.read_text(encoding="utf-8")
+        match = _RUNNING_TIME.search(rst)
+        if match is None or float(match.group(1)) * 60 + float(match.group(2)) == 0:
+            logger.warning("%s: its page shows no running time: the example did not run", page)
+        try:
+            expected = figure_count(script.read_text(encoding="utf-8"))
+        except ValueError as error:
+            logger.warning("%s: %s", script, error)
+            continue
+        images = set(re.findall(rf"images/(sphx_glr_{script.stem}_\d+\.png)", rst))
+        present = {name for name in images if (out / "images" / name).exists()}
+        if len(present) != expected:
+            logger.warning(
+                "%s: its script draws %d figure(s) but its page has %d",
+                page, expected, len(present),
+            )  # fmt: skip
+        if (out / (script.name + ".md5")).exists():
+            # The stamp is taken after the run, so a record the run wrote is in it.
+            (out / (script.name + _STAMP_SUFFIX)).write_text(
+                _example_stamp(script), encoding="utf-8"
+            )
+
+
+def note_lesson_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
+    """When Sphinx reads a page that runs code, record the files that code depends on,
+    so that Sphinx reads (and myst-nb runs) the page again when one of them changes."""
+    code = lesson_code(source[0])
+    if not code.strip():
+        return
+    for path in dependencies(code):
+        app.env.note_dependency(str(path))
+
+
+def captioned_matplotlib_scraper(
+    block: Any, block_vars: Any, gallery_conf: Any, **kwargs: Any
+) -> str:
+    """sphinx-gallery image scraper: matplotlib's own, plus each figure's caption as text.
+
+    Captions may mark code with `backticks`, as quiz banks do.
+    """
+    import matplotlib.pyplot as plt
+    from sphinx_gallery.scrapers import matplotlib_scraper
+
+    from kernels.plotting import caption_of
+    from quiz.rst import to_rst_inline
+
+    captions = [caption_of(plt.figure(number)) for number in plt.get_fignums()]
+    rst = matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
+    for text in filter(None, captions):
+        rst += f"\n\n.. rst-class:: figure-provenance\n\n{to_rst_inline(text)}\n"
+    return rst
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Register the handlers around sphinx-gallery's (which runs at priority 500)."""
+    app.connect("builder-inited", rerun_changed_examples, priority=400)
+    app.connect("builder-inited", check_examples_ran, priority=600)
+    app.connect("source-read", note_lesson_dependencies)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,124 @@
+"""The fingerprint of the code a benchmark runs, so that a record can tell it is stale.
+
+A benchmark runs its kernel module, every :mod:`kernels` module that module imports
+(directly or through another), and the harness's timing code (:mod:`kernels.timing` and
+its imports). Each file is reduced to its syntax tree without docstrings and printed
+back, so comments, docstrings and formatting do not count and any change to code that
+runs does; the fingerprint is a hash over those files. A record keeps the hash of each
+file too, so that a stale record can say which files changed.
+"""
+
+import ast
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = "kernels"
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPOSITORY = PACKAGE_DIR.parent
+# The harness's timing code, part of every benchmark's fingerprint.
+TIMING_MODULE = "kernels.timing"
+# Set on machines whose copy of the repository has no git history (a GPU runner given
+# a bare working tree), so that a record still names the commit it measured.
+COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
+
+
+def module_path(module: str) -> Path:
+    """The source file of a :mod:`kernels` module, such as ``kernels/softmax.py``."""
+    return PACKAGE_DIR / f"{module.removeprefix(PACKAGE + '.')}.py"
+
+
+def _is_package_module(name: str) -> bool:
+    return name.startswith(PACKAGE + ".") and module_path(name).is_file()
+
+
+def imported_modules(source: str) -> set[str]:
+    """The :mod:`kernels` modules that ``source`` imports anywhere (``import kernels.x``,
+    ``from kernels.x import y``, ``from kernels import x``), found in its syntax tree."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            if node.module == PACKAGE:
+                found.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
+    return {name for name in found if _is_package_module(name)}
+
+
+def closure(modules: Iterable[str]) -> list[str]:
+    """``modules`` and every :mod:`kernels` module they import, directly or not, sorted."""
+    seen: set[str] = set()
+    pending = [m for m in modules if _is_package_module(m)]
+    while pending:
+        module = pending.pop()
+        if module not in seen:
+            seen.add(module)
+            pending.extend(imported_modules(module_path(module).read_text(encoding="utf-8")))
+    return sorted(seen)
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                # An empty body is not valid Python: keep a `pass` in the docstring's place.
+                node.body = node.body[1:] or [ast.Pass()]
+    return tree
+
+
+def normalised_source(source: str) -> str:
+    """``source`` as the code that runs: no comments, no docstrings, one formatting."""
+    return ast.unparse(_without_docstrings(ast.parse(source)))
+
+
+def file_digests(modules: Iterable[str]) -> dict[str, str]:
+    """The hash of each module's normalised source, by path relative to the repository."""
+    digests = {}
+    for module in modules:
+        path = module_path(module)
+        code = normalised_source(path.read_text(encoding="utf-8"))
+        digests[path.relative_to(REPOSITORY).as_posix()] = hashlib.sha256(
+            code.encode("utf-8")
+        ).hexdigest()[:16]
+    return dict(sorted(digests.items()))
+
+
+def combine(digests: Mapping[str, str]) -> str:
+    """One fingerprint for a set of files: a hash over their paths and hashes."""
+    text = "\n".join(f"{path} {digest}" for path, digest in sorted(digests.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def code_digests(kernel_module: str) -> dict[str, str]:
+    """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
+    it imports from :mod:`kernels`, and the harness's timing code."""
+    return file_digests(closure([kernel_module, TIMING_MODULE]))
+
+
+def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
+    """The files whose hash differs between two sets of digests, or that only one has."""
+    return sorted(p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p))
+
+
+def commit() -> str:
+    """The commit of the working tree: ``$NINJA_GAP_COMMIT`` if set, else git's HEAD
+    (with ``-dirty`` when files under ``kernels/`` differ from it), else ``unknown``."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", PACKAGE],
+            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}-dirty" if dirty else head
