@@ -2,16 +2,18 @@
 
 A benchmark runs its kernel module, every :mod:`kernels` module that module imports
 (directly or through another), and the harness's timing code (:mod:`kernels.timing` and
-its imports). Each file is reduced to its syntax tree without docstrings and printed
-back, so comments, docstrings and formatting do not count and any change to code that
-runs does; the fingerprint is a hash over those files. A record keeps the hash of each
+its imports). Each file is hashed without its comments, docstrings and blank lines, so
+that an edit of those does not count and any change to code that runs does; the
+fingerprint is a hash over those files. A record keeps the hash of each
 file too, so that a stale record can say which files changed.
 """
 
 import ast
 import hashlib
+import io
 import os
 import subprocess
+import tokenize
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -60,20 +62,41 @@ def closure(modules: Iterable[str]) -> list[str]:
     return sorted(seen)
 
 
-def _without_docstrings(tree: ast.AST) -> ast.AST:
+def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
+    """Where the docstrings of a module, its classes and its functions are, as
+    (first line, first column, last line, end column)."""
+    spans = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None
             value = first.value if isinstance(first, ast.Expr) else None
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                # An empty body is not valid Python: keep a `pass` in the docstring's place.
-                node.body = node.body[1:] or [ast.Pass()]
-    return tree
+                spans.append(
+                    (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset)
+                )
+    return spans
 
 
 def normalised_source(source: str) -> str:
-    """``source`` as the code that runs: no comments, no docstrings, one formatting."""
-    return ast.unparse(_without_docstrings(ast.parse(source)))
+    """``source`` as the code that runs: comments, docstrings, trailing spaces and blank
+    lines taken out, the rest as written.
+
+    The text is cut where the tokenizer finds comments and the syntax tree finds
+    docstrings, so the result is the same under every Python version (printing the
+    syntax tree back would not be: ``ast.unparse`` writes f-strings differently in
+    Python 3.11 and 3.12).
+    """
+    lines = source.splitlines()
+    cuts = list(_docstring_spans(ast.parse(source)))
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            cuts.append((*token.start, *token.end))
+    # Cut from the end, so that earlier positions stay valid.
+    for first_line, first_col, last_line, end_col in sorted(cuts, reverse=True):
+        head = lines[first_line - 1][:first_col]
+        tail = lines[last_line - 1][end_col:]
+        lines[first_line - 1 : last_line] = [head + tail]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def file_digests(modules: Iterable[str]) -> dict[str, str]:

@@ -1,0 +1,56 @@
+"""A small valid record, in the file's JSON form, for tests of the contract and its readers."""
+
+import copy
+from typing import Any
+
+from kernels import measurements
+
+X = [2**24, 2**25, 2**26, 2**27, 2**28]
+CEILING = 4000.0
+
+
+def sample_doc(**changes: Any) -> dict[str, Any]:
+    """A valid vector-addition-like record (GB/s, three providers), with ``changes``
+    applied to its top-level keys."""
+    doc: dict[str, Any] = {
+        "benchmark": "vector_add",
+        "metric": "GB/s",
+        "x_name": "N",
+        "dtype": "float32",
+        "x": list(X),
+        "work": [12.0 * x for x in X],
+        "series": {
+            "Triton": [3600.0] * len(X),
+            "PyTorch": [3500.0] * len(X),
+            "torch.compile": [3400.0] * len(X),
+        },
+        "call_series": {
+            "Triton": [3000.0] * len(X),
+            "PyTorch": [3100.0] * len(X),
+            "torch.compile": [2900.0] * len(X),
+        },
+        "ceiling": {"name": "device copy", "value": CEILING, "timings": 3},
+        "code": {
+            "fingerprint": "0123456789abcdef",
+            "commit": "5b292fa",
+            "files": {"kernels/vector_add.py": "0123456789abcdef"},
+        },
+        "environment": {
+            "gpu": "NVIDIA H200",
+            "driver": "580",
+            "cuda": "13.0",
+            "torch": "2.11",
+            "triton": "3.6",
+            "python": "3.12",
+            "date": "2026-12-03T10:00:00Z",
+            "command": "nox -s docs",
+        },
+        "pass": "forward",
+    }
+    doc.update(copy.deepcopy(changes))
+    return doc
+
+
+def sample(**changes: Any) -> measurements.Measurement:
+    """:func:`sample_doc` as a validated :class:`~kernels.measurements.Measurement`."""
+    return measurements.from_json(sample_doc(**changes), "sample.json")
