@@ -1,6 +1,9 @@
-"""The harness's checks and its CPU path: checks that can fail, and nothing timed on the CPU."""
+"""The harness: its checks, its bookkeeping, its CPU path, staleness and draft builds."""
 
+import ast
+import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,13 +11,17 @@ from pathlib import Path
 import matplotlib
 import pytest
 import torch
+from records import sample, sample_doc
 
-from kernels import bench, measurements, vector_add
-from kernels.plotting import caption_of, plot_measurement
+from kernels import bench, fingerprint, measurements, timing, vector_add
+from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
+from kernels.report import print_large_sizes
 from kernels.runtime import interpreted
+from kernels.spec import BenchmarkSpec, ProviderUnavailable
 
 matplotlib.use("Agg")
 
+ROOT = Path(__file__).resolve().parent.parent
 cpu_path = pytest.mark.skipif(not interpreted(), reason="covers the path taken without a GPU")
 
 
@@ -49,15 +56,26 @@ def test_relative_error_is_zero_for_equal_and_infinite_for_nan() -> None:
     assert bench.relative_error(torch.tensor([1.0, math.nan]), ref) == math.inf
 
 
-@cpu_path
-def test_without_a_gpu_the_recording_is_loaded_and_nothing_is_timed(
+@pytest.fixture
+def not_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path of a build that does not measure, on any machine (as the tests build)."""
+    monkeypatch.setenv(bench.MEASURE_VARIABLE, "0")
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
+
+
+@pytest.mark.usefixtures("not_measuring")
+def test_without_measuring_the_record_is_loaded_and_nothing_is_timed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     measurement = bench.measure_or_load(vector_add.BENCHMARK)
-    assert not measurement.fresh
-    assert measurement.doc == measurements.load("vector_add")
+    assert not measurement.fresh and not measurement.placeholder
+    assert measurement == measurements.load("vector_add")
     printed = capsys.readouterr().out
     assert printed.count(": OK") == len(vector_add.BENCHMARK.interpreter_sizes)
+
+
+@cpu_path
+def test_timing_needs_a_gpu() -> None:
     with pytest.raises(RuntimeError, match="timing needs a CUDA GPU"):
         bench.measure(vector_add.BENCHMARK)
 
@@ -77,22 +95,42 @@ def test_bench_command_names_an_unknown_benchmark(capsys: pytest.CaptureFixture[
     assert "unknown benchmark nosuch; known: " in error and "vector_add" in error
 
 
-@cpu_path
-def test_figure_has_a_line_per_provider_the_ceiling_and_a_provenance_caption() -> None:
-    measurement = bench.measure_or_load(vector_add.BENCHMARK)
-    figure = plot_measurement(measurement)
+def test_figure_draws_kernel_time_call_time_the_ceiling_and_a_caption() -> None:
+    record = sample()
+    figure = plot_measurement(record)
     (axes,) = figure.axes
-    labels = [line.get_label() for line in axes.get_lines()]
-    doc = measurement.doc
-    assert labels[:3] == list(doc["series"])
-    assert labels[3].startswith("device copy")
-    assert axes.get_lines()[3].get_linestyle() == "--"
+    lines = axes.get_lines()
+    labels = [line.get_label() for line in lines]
+    # Per provider a kernel-time line (labelled) and a lighter call-time line.
+    assert labels[0::2][:3] == list(record.series)
+    kernel, call = lines[0], lines[1]
+    assert list(kernel.get_ydata()) == list(record.series["Triton"])
+    assert list(call.get_ydata()) == list(record.call_series["Triton"])
+    assert call.get_alpha() < 1 and call.get_color() == kernel.get_color()
+    ceiling = next(line for line in lines if line.get_linestyle() == "--")
+    assert ceiling.get_label().startswith("device copy")
+    assert "lighter: call time" in labels
     caption = caption_of(figure)
-    environment = doc["environment"]
     for key in ("gpu", "driver", "cuda", "torch", "triton", "command"):
-        assert environment[key] in caption
-    assert environment["date"][:10] in caption
-    assert "built without a GPU" in caption
+        assert record.environment[key] in caption
+    assert record.environment["date"][:10] in caption
+    assert f"code at commit {record.code.commit}" in caption
+    assert "drawn from that record" in caption
+
+
+def test_a_rate_that_is_null_is_a_gap_in_its_line() -> None:
+    doc = sample_doc(unavailable={"PyTorch": "at N=268,435,456: out of memory"})
+    doc["series"]["PyTorch"][-1] = None
+    doc["call_series"]["PyTorch"][-1] = None
+    figure = plot_measurement(measurements.from_json(doc, "sample.json"))
+    pytorch = figure.axes[0].get_lines()[2]
+    assert math.isnan(pytorch.get_ydata()[-1]) and pytorch.get_ydata()[0] == 3500.0
+
+
+def test_peak_memory_figure_leaves_a_gap_where_a_provider_ran_out_of_memory() -> None:
+    record = sample(peak_memory_mb={"Triton": [1.0] * 5, "naive": [2.0] * 4 + [None]})
+    naive = plot_peak_memory(record).axes[0].get_lines()[1]
+    assert math.isnan(naive.get_ydata()[-1]) and naive.get_ydata()[0] == 2.0
 
 
 def test_bench_command_line_finds_every_benchmark() -> None:
@@ -102,7 +140,7 @@ def test_bench_command_line_finds_every_benchmark() -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "known: " + ", ".join(bench.discover()) in result.stderr
@@ -112,8 +150,38 @@ def test_default_baselines_are_pytorch_eager_and_torch_compile() -> None:
     assert vector_add.BENCHMARK.series_names == ("Triton", "PyTorch", "torch.compile")
 
 
-def _add_spec(baselines: dict) -> bench.BenchmarkSpec:
-    return bench.BenchmarkSpec(
+# The harness and the presentation: what kernel modules must never import.
+HARNESS = {
+    "kernels.bench",
+    "kernels.measurements",
+    "kernels.plotting",
+    "kernels.report",
+    "kernels.provenance",
+    "kernels.timing",
+    "kernels.fingerprint",
+}
+
+
+@pytest.mark.parametrize("module", sorted({s.module for s in bench.discover().values()}))
+def test_kernel_modules_import_no_harness_code(module: str) -> None:
+    imported = fingerprint.closure([module]) + [
+        node.module or ""
+        for node in ast.walk(ast.parse(fingerprint.module_path(module).read_text()))
+        if isinstance(node, ast.ImportFrom)
+    ]
+    assert not HARNESS & set(imported), f"{module} imports {HARNESS & set(imported)}"
+
+
+def test_each_benchmark_is_defined_in_the_module_it_names() -> None:
+    import importlib
+
+    for spec in bench.discover().values():
+        module = importlib.import_module(spec.module)
+        assert any(value is spec for value in vars(module).values()), spec.name
+
+
+def _add_spec(baselines: dict) -> BenchmarkSpec:
+    return BenchmarkSpec(
         **{**vector_add.BENCHMARK.__dict__, "gpu_sizes": [64, 128], "baselines": baselines}
     )
 
@@ -121,47 +189,76 @@ def _add_spec(baselines: dict) -> bench.BenchmarkSpec:
 @pytest.fixture
 def measure_without_timing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bookkeeping of measure() without a GPU: timing, the ceiling and the machine's
-    description are stand-ins, so only which series are kept and what is recorded is
-    under test."""
+    description are stand-ins, so only what is recorded is under test. Kernel time is
+    1 ms and call time 2 ms for every provider."""
     monkeypatch.setattr(bench, "interpreted", lambda: False)
-    monkeypatch.setattr(bench, "time_ms", lambda fn, leaves=(): 1.0)
-    monkeypatch.setattr(bench, "copy_ceiling", lambda: {"name": "device copy", "value": 1.0})
-    monkeypatch.setattr(bench, "copy_rate", lambda n_bytes_moved: n_bytes_moved / 1e6)
-    monkeypatch.setattr(bench.provenance, "capture", lambda: {"gpu": "stand-in"})
+    monkeypatch.setattr(bench.timing, "kernel_time_ms", lambda fn, leaves=(): 1.0)
+    monkeypatch.setattr(bench.timing, "call_time_ms", lambda fn, leaves=(): 2.0)
+    monkeypatch.setattr(
+        bench.timing,
+        "copy_ceiling",
+        lambda: {"name": "device copy", "value": 1.0, "timings": 3},
+    )
+    monkeypatch.setattr(bench.timing, "copy_rate", lambda n_bytes_moved: n_bytes_moved / 1e6)
+    environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
+    monkeypatch.setattr(
+        bench.provenance, "capture", lambda: {**environment, "date": "2026-12-03T10:00:00Z"}
+    )
 
 
 @pytest.mark.usefixtures("measure_without_timing")
-def test_a_baseline_that_cannot_run_is_left_out_and_its_reason_recorded() -> None:
-    def unavailable(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        raise bench.ProviderUnavailable("no such backend here")
+def test_measure_records_kernel_time_call_time_work_and_code() -> None:
+    spec = _add_spec({"eager": torch.add})
+    record = bench.measure(spec)
+    work = [spec.work(size, spec.dtype) for size in (64, 128)]
+    assert record.work == tuple(work)
+    assert record.series["Triton"] == tuple(w / 1.0 / 1e6 for w in work)
+    assert record.call_series["eager"] == tuple(w / 2.0 / 1e6 for w in work)
+    assert record.code == bench.code_of(spec)
+    assert "kernels/vector_add.py" in record.code.files
+    assert "kernels/timing.py" in record.code.files
+    assert record.fresh
+    # What measure() returns can be saved and loaded back as it is.
+    assert measurements.from_json(record.to_json(), "x") == record
 
-    spec = _add_spec({"eager": torch.add, "missing": unavailable})
-    assert spec.series_names == ("Triton", "eager", "missing")
-    doc = bench.measure(spec)
-    assert list(doc["series"]) == ["Triton", "eager"]
-    assert all(len(values) == 2 for values in doc["series"].values())
-    assert doc["unavailable"] == {"missing": "at N=64: no such backend here"}
-    assert doc["check"]["providers"] == ["Triton", "eager"]
+
+@pytest.mark.usefixtures("measure_without_timing")
+def test_a_baseline_that_cannot_run_is_null_there_and_its_reason_recorded() -> None:
+    def only_small(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.numel() > 64:
+            raise ProviderUnavailable("too large")
+        return x + y
+
+    spec = _add_spec({"eager": torch.add, "small only": only_small})
+    assert spec.series_names == ("Triton", "eager", "small only")
+    record = bench.measure(spec)
+    assert record.series["small only"][1] is None and record.series["small only"][0] > 0
+    assert record.call_series["small only"][1] is None
+    assert record.unavailable == {"small only": "at N=128: too large"}
+
+
+@pytest.mark.usefixtures("measure_without_timing")
+def test_a_provider_the_profiler_cannot_time_is_null_not_timed_another_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def kernel_time(fn: object, leaves: object = ()) -> float:
+        if fn_names.pop(0) == "eager":
+            raise timing.KernelTimeUnavailable("no GPU work")
+        return 1.0
+
+    fn_names = ["Triton", "eager"] * 2
+    monkeypatch.setattr(bench.timing, "kernel_time_ms", kernel_time)
+    record = bench.measure(_add_spec({"eager": torch.add}))
+    assert record.series["eager"] == (None, None) == record.call_series["eager"]
+    assert record.unavailable == {"eager": "at N=64, 128: kernel time: no GPU work"}
 
 
 @pytest.mark.usefixtures("measure_without_timing")
 def test_a_copy_of_each_size_is_recorded_beside_the_series() -> None:
     # The stand-in copy_rate returns the bytes it was asked to move, in MB.
     spec = _add_spec({"eager": torch.add})
-    doc = bench.measure(spec)
-    assert doc["same_size_copy"] == [spec.work(size, spec.dtype) / 1e6 for size in (64, 128)]
-
-
-@pytest.mark.usefixtures("measure_without_timing")
-def test_a_baseline_that_stops_running_at_a_larger_size_is_left_out_whole() -> None:
-    def only_small(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if x.numel() > 64:
-            raise bench.ProviderUnavailable("too large")
-        return x + y
-
-    doc = bench.measure(_add_spec({"eager": torch.add, "small only": only_small}))
-    assert list(doc["series"]) == ["Triton", "eager"]
-    assert doc["unavailable"] == {"small only": "at N=128: too large"}
+    record = bench.measure(spec)
+    assert record.same_size_copy == tuple(spec.work(s, spec.dtype) / 1e6 for s in (64, 128))
 
 
 def test_the_copy_ceiling_is_the_best_of_several_timings(
@@ -170,20 +267,126 @@ def test_the_copy_ceiling_is_the_best_of_several_timings(
     # One slow timing among the three (as a build once recorded) must not set the ceiling.
     rates = iter([3805.0, 4250.0, 4245.0])
     moved = []
-    monkeypatch.setattr(bench, "copy_rate", lambda n: moved.append(n) or next(rates))
-    ceiling = bench.copy_ceiling(n_bytes=1000)
+    monkeypatch.setattr(timing, "copy_rate", lambda n: moved.append(n) or next(rates))
+    ceiling = timing.copy_ceiling(n_bytes=1000)
     assert ceiling["value"] == 4250.0
-    assert ceiling["timings"] == bench.CEILING_TIMINGS == 3
+    assert ceiling["timings"] == timing.CEILING_TIMINGS == 3
     assert moved == [2000] * 3
 
 
-@cpu_path
-def test_peak_memory_figure_leaves_a_gap_where_a_provider_ran_out_of_memory() -> None:
-    from kernels.plotting import plot_peak_memory
+def test_a_profiled_trace_splits_into_calls_at_each_flush() -> None:
+    flush, main = 13, 7
+    trace = [
+        (0, 60_000, flush), (70_000, 1_000, main), (72_000, 500, main),  # call 1: 1.5 us
+        (80_000, 60_000, flush), (150_000, 2_000, main),  # call 2: 2 us
+    ]  # fmt: skip
+    assert timing.per_call_gpu_us(list(reversed(trace)), flush, repeats=2) == [1.5, 2.0]
+    with pytest.raises(timing.KernelTimeUnavailable, match="2 L2 flushes for 3 calls"):
+        timing.per_call_gpu_us(trace, flush, repeats=3)
+    with pytest.raises(timing.KernelTimeUnavailable, match="a call with no GPU work"):
+        timing.per_call_gpu_us([*trace, (200_000, 60_000, flush)], flush, repeats=3)
 
-    doc = measurements.load("vector_add")
-    doc["peak_memory_mb"] = {"Triton": [1.0] * len(doc["x"]), "naive": [2.0] * len(doc["x"])}
-    doc["peak_memory_mb"]["naive"][-1] = None
-    figure = plot_peak_memory(bench.Measurement(doc, fresh=False))
-    naive = figure.axes[0].get_lines()[1]
-    assert math.isnan(naive.get_ydata()[-1]) and naive.get_ydata()[0] == 2.0
+
+def _copy_of_the_course(tmp_path: Path) -> Path:
+    copy = tmp_path / "course"
+    shutil.copytree(ROOT / "kernels", copy / "kernels", ignore=shutil.ignore_patterns("__py*"))
+    shutil.copytree(ROOT / "gallery" / "measurements", copy / "gallery" / "measurements")
+    return copy
+
+
+def _stale_command(course: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernels.bench", "--stale"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=course,
+        env={"PATH": "", "PYTHONPATH": str(course), "NINJA_GAP_COMMIT": "test"},
+    )
+
+
+def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change(
+    tmp_path: Path,
+) -> None:
+    course = _copy_of_the_course(tmp_path)
+    result = _stale_command(course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "All 14 records match the code." in result.stdout
+    module = course / "kernels" / "vector_add.py"
+    source = module.read_text(encoding="utf-8")
+    # Comments, docstrings and blank lines are not code.
+    edited = source.replace("BLOCK_SIZE = 1024\n", "# a new comment\n\nBLOCK_SIZE = 1024  # why\n")
+    edited = edited.replace('"""The PyTorch reference: eager ``x + y``."""', '"""Eager."""')
+    assert edited != source
+    module.write_text(edited, encoding="utf-8")
+    assert _stale_command(course).returncode == 0
+    # One line of code that runs.
+    module.write_text(edited.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"), encoding="utf-8")
+    result = _stale_command(course)
+    assert result.returncode == 1
+    assert "vector_add.json is stale" in result.stdout
+    assert "kernels/vector_add.py changed" in result.stdout
+    assert "softmax.json" not in result.stdout
+    assert "1 of 14 records cannot be drawn" in result.stderr
+
+
+def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) -> None:
+    course = _copy_of_the_course(tmp_path)
+    records = course / "gallery" / "measurements"
+    (records / "dropout.json").rename(records / "dropout_old.json")
+    result = _stale_command(course)
+    assert result.returncode == 1
+    assert "no recorded measurement for 'dropout'" in result.stdout
+    assert "dropout_old.json: no benchmark is named 'dropout_old'" in result.stdout
+
+
+def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
+    course = _copy_of_the_course(tmp_path)
+    timing_py = course / "kernels" / "timing.py"
+    timing_py.write_text(
+        timing_py.read_text(encoding="utf-8").replace("REP_MS = 100", "REP_MS = 50"),
+        encoding="utf-8",
+    )
+    result = _stale_command(course)
+    assert result.returncode == 1 and "14 of 14 records cannot be drawn" in result.stderr
+
+
+@pytest.fixture
+def records_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An empty measurements folder, and a build that does not measure."""
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    monkeypatch.setenv(bench.MEASURE_VARIABLE, "0")
+    return tmp_path
+
+
+def test_a_missing_record_fails_unless_the_build_is_a_draft(
+    records_in: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
+    with pytest.raises(measurements.MeasurementError, match="no recorded measurement"):
+        bench.measure_or_load(vector_add.BENCHMARK)
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
+    placeholder = bench.measure_or_load(vector_add.BENCHMARK)
+    assert placeholder.placeholder
+    figure = plot_measurement(placeholder)
+    assert "not measured yet" in [text.get_text() for text in figure.axes[0].texts]
+    assert caption_of(figure).startswith("Not measured yet: `vector_add`")
+    assert print_large_sizes(placeholder, min_work=0) == []
+    assert "not measured yet" in capsys.readouterr().out
+
+
+def test_a_stale_record_fails_naming_the_file_and_what_changed(
+    records_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
+    doc = sample_doc()
+    doc["code"] = {**doc["code"], "files": {**bench.code_of(vector_add.BENCHMARK).files}}
+    doc["code"]["files"]["kernels/vector_add.py"] = "0000000000000000"
+    (records_in / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(
+        measurements.StaleMeasurementError,
+        match=r"vector_add\.json is stale: .*\(kernels/vector_add\.py changed since commit",
+    ):
+        bench.measure_or_load(vector_add.BENCHMARK)
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
+    assert bench.measure_or_load(vector_add.BENCHMARK).placeholder

@@ -1,13 +1,18 @@
 """One real build of the site (as the README's build line runs it), then its pages."""
 
 import re
+import sys
 from html import unescape
 
 import pytest
-from conftest import ROOT, DocsBuild
+from conftest import ROOT, DocsBuild, copy_of_the_course, sphinx_build
 
 from kernels import measurements
+from kernels.runtime import describe_device
 from quiz.bank import load_bank
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+from course_build import figure_count, gallery_scripts, quiz_names
 
 
 def text_of(html: str) -> str:
@@ -30,8 +35,8 @@ def test_home_page_shows_the_measured_headline(docs_build: DocsBuild) -> None:
     page = text_of(docs_build.page("docs/index.html"))
     record = measurements.load("vector_add")
     share = 100 * measurements.worst_fraction_of_ceiling(record, "Triton", 2**24)
-    assert f"{share:.0f}% or more of the {record['ceiling']['value'] / 1000:.2f} TB/s" in page
-    assert record["environment"]["gpu"] in page
+    assert f"{share:.0f}% or more of the {record.ceiling.value / 1000:.2f} TB/s" in page
+    assert record.environment["gpu"] in page
     html = docs_build.page("docs/index.html")
     for target in (
         "lessons/01_intro.html",
@@ -53,7 +58,7 @@ def test_lesson_has_five_questions_of_four_dropdowns(docs_build: DocsBuild) -> N
 
 def test_lesson_ran_its_kernel_during_the_build(docs_build: DocsBuild) -> None:
     text = text_of(docs_build.page("docs/lessons/01_intro.html"))
-    assert "Kernels run on the CPU, through Triton's interpreter." in text
+    assert f"Kernels run on {describe_device()}." in text
     assert "tensor([100., 101., 102., 103., 104., 105., 106., 107., 108., 109.])" in text
     assert "3 programs of 4 elements:" in text
     assert "Both launches match PyTorch's x + y." in text
@@ -86,33 +91,37 @@ def test_gallery_page_has_its_figure_and_provenance(docs_build: DocsBuild) -> No
     caption = re.search(r'<p class="figure-provenance">(.*?)</p>', html, re.S)
     assert caption, "the figure has no provenance caption"
     text = text_of(caption.group(1))
-    environment = measurements.load("vector_add")["environment"]
+    record = measurements.load("vector_add")
     for key in ("gpu", "driver", "cuda", "torch", "triton", "command"):
-        assert environment[key] in text, key
-    assert environment["date"][:10] in text
-    assert "built without a GPU" in text
+        assert record.environment[key] in text, key
+    assert record.environment["date"][:10] in text
+    assert f"code at commit {record.code.commit}" in text
+    assert "This build did not measure, so the figure is drawn from that record" in text
     body = text_of(html)
     # The kernel is shown from its module, and the check ran and printed.
     assert "def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in body
     assert "Triton vector_add, N=98,432, bfloat16: relative error" in body
 
 
-GALLERY_PAGES = sorted(p.stem for p in (ROOT / "gallery").glob("plot_*.py"))
-QUIZ_OF_PAGE = {
-    "plot_02_softmax": "softmax",
-    "plot_03_layer_norm": "layer_norm",
-    "plot_04_rms_norm": "rms_norm",
-    "plot_05_dropout": "dropout",
-    "plot_06_cross_entropy": "cross_entropy",
-    "plot_07_matmul": "matmul",
-    "plot_08_flash_attention": "flash_attention",
-}
-FIGURES_OF_PAGE = {
-    "plot_03_layer_norm": 2,
-    "plot_06_cross_entropy": 3,
-    "plot_07_matmul": 3,
-    "plot_08_flash_attention": 5,
-}
+# Which page draws how many figures and shows which quiz, read from the scripts.
+SCRIPTS = {script.stem: script.read_text(encoding="utf-8") for script in gallery_scripts()}
+GALLERY_PAGES = sorted(SCRIPTS)
+QUIZ_OF_PAGE = {page: quiz_names(source) for page, source in SCRIPTS.items()}
+FIGURES_OF_PAGE = {page: figure_count(source) for page, source in SCRIPTS.items()}
+
+
+def test_the_sources_say_what_each_page_shows() -> None:
+    # The counts the build checks are read from the scripts: one figure at least each,
+    # and one quiz on every page but the first.
+    assert all(count >= 1 for count in FIGURES_OF_PAGE.values())
+    assert FIGURES_OF_PAGE["plot_08_flash_attention"] == 5
+    assert QUIZ_OF_PAGE["plot_01_vector_add"] == []
+    assert all(len(banks) == 1 for page, banks in QUIZ_OF_PAGE.items() if page != GALLERY_PAGES[0])
+
+
+def test_a_figure_drawn_in_a_loop_cannot_be_counted() -> None:
+    with pytest.raises(ValueError, match="line 2: a figure drawn inside a function or loop"):
+        figure_count("for spec in specs:\n    plot_measurement(spec)\n")
 
 
 @pytest.mark.parametrize("page", GALLERY_PAGES)
@@ -120,13 +129,15 @@ def test_every_gallery_page_has_its_figures_with_provenance(
     docs_build: DocsBuild, page: str
 ) -> None:
     html = docs_build.page(f"docs/examples/{page}.html")
-    expected = FIGURES_OF_PAGE.get(page, 1)
+    expected = FIGURES_OF_PAGE[page]
     assert len(re.findall(rf'<img[^>]+src="[^"]*sphx_glr_{page}_\d+\.png"', html)) == expected
     assert html.count('<p class="figure-provenance">') == expected
     assert "Triton " in text_of(html) and ": OK" in text_of(html)
 
 
-@pytest.mark.parametrize(("page", "bank"), QUIZ_OF_PAGE.items())
+@pytest.mark.parametrize(
+    ("page", "bank"), [(page, banks[0]) for page, banks in QUIZ_OF_PAGE.items() if banks]
+)
 def test_gallery_quiz_renders_every_question_of_its_bank(
     docs_build: DocsBuild, page: str, bank: str
 ) -> None:
@@ -150,3 +161,49 @@ def test_constexpr_lesson_shows_real_compiler_output(docs_build: DocsBuild) -> N
     assert "sizePerThread = [4]" in text
     questions = html.split('class="quiz-question')[1:]
     assert [q.count("<details") for q in questions] == [4, 4, 4]
+
+
+def _read_and_ran(log: str) -> tuple[list[str], int]:
+    """The pages a build read again, and how many gallery examples it ran."""
+    read = re.findall(r"reading sources\.\.\. \[\s*\d+%\] (\S+)", log)
+    ran = re.search(r"Sphinx-Gallery successfully executed (\d+) out of", log)
+    return read, int(ran.group(1)) if ran else 0
+
+
+def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    out = tmp_path_factory.mktemp("rebuild")
+    course = copy_of_the_course(out / "course")
+    first = sphinx_build(course, out)
+    assert first.returncode == 0, first.log[-3000:]
+    assert _read_and_ran(first.log)[1] == len(GALLERY_PAGES)
+
+    # Nothing changed: nothing runs and no page is read again.
+    again = first.rebuild()
+    assert again.returncode == 0, again.log[-3000:]
+    assert _read_and_ran(again.log) == ([], 0), again.log[-3000:]
+
+    # A comment in a kernel module: the pages that use the module run again (the code
+    # that runs is unchanged, so its record still matches), and only those.
+    module = course / "kernels" / "vector_add.py"
+    source = module.read_text(encoding="utf-8")
+    module.write_text(source.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 1024  # unchanged"))
+    commented = first.rebuild()
+    assert commented.returncode == 0, commented.log[-3000:]
+    read, ran = _read_and_ran(commented.log)
+    assert ran == 1, commented.log[-3000:]
+    assert {"docs/index", "docs/lessons/01_intro", "docs/examples/plot_01_vector_add"} <= set(read)
+    assert "docs/examples/plot_02_softmax" not in read
+
+    # One line of the kernel's code: its record is stale, and the build says which
+    # record and which file, and fails.
+    module.write_text(source.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"))
+    stale = first.rebuild()
+    assert stale.returncode != 0
+    warnings = stale.log.split("WARNING:")[1:]
+    for page in ("plot_01_vector_add", "docs/index.md"):
+        # The warning of each page that draws the record names the record and the file.
+        (warning,) = [w for w in warnings if page in w and "StaleMeasurementError" in w][:1]
+        assert "vector_add.json is stale" in warning
+        assert "kernels/vector_add.py changed since commit" in warning

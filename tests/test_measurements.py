@@ -145,7 +145,7 @@ def test_a_file_must_hold_the_benchmark_and_metric_it_is_named_for(
 ) -> None:
     monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
     (tmp_path / "softmax.json").write_text(json.dumps(sample_doc()), encoding="utf-8")
-    with pytest.raises(measurements.MeasurementError, match="but the file is softmax.json"):
+    with pytest.raises(measurements.MeasurementError, match=r"but the file is softmax\.json"):
         measurements.load("softmax")
     (tmp_path / "vector_add.json").write_text(json.dumps(sample_doc()), encoding="utf-8")
     with pytest.raises(measurements.MeasurementError, match="the benchmark measures TFLOP/s"):
