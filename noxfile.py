@@ -76,7 +76,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Re-measure the benchmarks on this GPU and rewrite gallery/measurements/ (GPU only)."""
+    """Re-measure the benchmarks on this GPU and rewrite gallery/measurements/ (GPU only).
+
+    ``nox -s bench -- --stale`` lists the records that no longer match the code, on any
+    machine, and fails if there are any.
+    """
     install(session)
     session.run(python(session), "-m", "kernels.bench", *session.posargs, env=COMMAND)
 

@@ -60,11 +60,19 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 # ----------
 #
 # On a GPU, the harness checks every size first, then times the Triton kernel, PyTorch
-# eager (``x + y``) and ``torch.compile`` of the same expression, each the median of
-# many runs with the L2 cache flushed before each, and copies a 1 GiB buffer in the
-# same run to measure the ceiling. The rate is the 12 bytes per element that one call
-# must move, over its median time. Without a GPU, the figure is drawn from the file the
-# last GPU build recorded, and its caption says so.
+# eager (``x + y``) and ``torch.compile`` of the same expression two ways, with the L2
+# cache flushed before each call:
+#
+# * *kernel time*, the main lines: how long the GPU works on one call, read from the
+#   CUDA profiler, with no time of the host (the Python that prepares and launches the
+#   kernel) in it;
+# * *call time*, the lighter lines: what a Python caller waits for one call, launch
+#   included, timed with ``triton.testing.do_bench``.
+#
+# Both are medians of many calls. In the same run it copies a 1 GiB buffer to measure
+# the ceiling. The rate is the 12 bytes per element that one call must move, over its
+# time. Without a GPU, the figure is drawn from the file the last GPU build recorded,
+# and its caption says so.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -76,8 +84,12 @@ figure = plot_measurement(measurement)
 # Read the figure
 # ---------------
 #
-# Small vectors are dominated by the fixed cost of a launch, so every provider is far
-# from the ceiling on the left. Past a few million elements, the work is large enough to
+# A small vector cannot keep the GPU busy: a kernel of a few thousand elements runs on a
+# handful of its 132 multiprocessors and still pays the fixed latency of starting and
+# finishing, so every provider is far from the ceiling on the left. The lighter lines
+# add the host: there a call waits far longer for Python and the launch than the GPU
+# works, and our launcher, written in Python, costs more than PyTorch's dispatch from
+# C++. Past a few million elements, the work is large enough to
 # keep all of the GPU's memory channels busy, and the curves flatten near the ceiling.
 # The table lists the sizes from 2**24 elements (201 MB a call) up, where the bandwidth
 # counts, against the course's goal for this kernel: 90% of the copy ceiling, and
@@ -94,13 +106,14 @@ large = print_large_sizes(
 )
 
 # %%
-# The smallest of these sizes is where the method of measurement weighs most.
-# ``do_bench`` flushes the L2 cache before each run by writing zeros over a buffer
-# larger than the cache, so every timed call starts with a cache full of modified data
-# that the GPU must write back to memory while the call runs: tens of megabytes of extra
+# The smallest of these sizes is where the method of measurement weighs most. The
+# harness flushes the L2 cache before each call by writing zeros over a buffer larger
+# than the cache, so every timed call starts with a cache full of modified data that
+# the GPU must write back to memory while the call runs: tens of megabytes of extra
 # traffic that the rate does not count. On a call of 201 MB that is a visible share; on
 # the gigabyte-sized copy that sets the ceiling it is not. PyTorch's kernel pays the
-# same toll, which is why the two stay level while both sit near 90%.
+# same toll, which is why the two stay level; the "copy" column shows what it costs a
+# plain copy of the same size.
 #
 # At the largest sizes the add runs a few percent *above* the copy ceiling. The ceiling
 # is a yardstick, measured the same way in the same run, not a law: a 1 GiB copy reads

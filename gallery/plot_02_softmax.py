@@ -112,8 +112,8 @@ figure = plot_measurement(measurement)
 # Read the figure
 # ---------------
 #
-# The table lists the sizes where one call moves at least 256 MB: there the launch costs
-# are small and the rate is the kernel's own.
+# The table lists the sizes where one call moves at least 256 MB, enough work to keep
+# every multiprocessor busy, so that the copy ceiling is a fair yardstick.
 
 from kernels.report import print_large_sizes
 
@@ -128,14 +128,14 @@ large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 # every build so far. What we know of the reasons:
 #
 # * at 32K values, a scratch copy of the prefetching kernel ran at 88% of the ceiling
-#   in four sweeps on an H200, and the kernel shown above at 80 to 82%, in the build
-#   recorded here and in a sweep that timed both side by side on the same data. We have
+#   in four sweeps on an H200, and the kernel shown above at 80 to 82%, in earlier
+#   builds and in a sweep that timed both side by side on the same data. We have
 #   not found why: the two compile to the same machine code (we compared the SASS, the
 #   only differences are in how the first row's address is computed), take the same
 #   arguments and the same grid. Finding it is the next step for this size;
 # * at 64K values the second read of each row comes from L2 only as long as the cache
 #   keeps it; without the hints the looped kernel ran at about 70% of the ceiling;
-# * ``do_bench`` flushes the L2 cache by writing zeros before each run, and each timed
+# * the harness flushes the L2 cache by writing zeros before each call, and each timed
 #   call then pays for writing that data back to memory. On calls of a few hundred
 #   megabytes that is a visible share, on the gigabyte-sized copy of the ceiling it is
 #   not; it weighs on every provider alike. The "copy" column measures it: a

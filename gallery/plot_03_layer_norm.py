@@ -169,18 +169,13 @@ large = print_large_sizes(backward, baseline_goal=1.0)
 #
 # The backward pass moves three row-sized arrays at least. At small hidden sizes the
 # whole pass takes a few tens of microseconds on the GPU, and the Python work around it
-# (autograd, launches, allocations) takes about as long, so the GPU waits; PyTorch's
-# backward, launched from C++, waits less. At 4096 values the two are close: in a sweep
-# on an H200 one timed backward call cost the host about 200 microseconds and the GPU
-# about 160, plus the time the cache flush before it leaves the host to catch up, and
-# the pass ran at 60% of the ceiling, ahead of both baselines. A slower host tips it
-# over: in the run recorded here this point, the small sizes of ``torch.compile`` on
-# this page and several small sizes of the dropout and vector-add pages were all slower
-# than in the build before it, with the same kernels, while the sizes the GPU limits
-# did not move. That is why the backward pass misses its goal at 4096 values in the
-# table above. At the largest hidden size the two-kernel plan reads ``x`` and ``dy``
-# twice, so its rate against the three-array count stays far from the ceiling, yet it
-# is ahead of both baselines, which also read them more than once.
+# (autograd, launches, allocations) takes longer: compare the main line, the GPU's time
+# alone, with the lighter call-time line of the same colour. PyTorch's backward, launched
+# from C++, loses less to its host. The goals are judged on the GPU's time, which does
+# not change with the speed of the machine that launches the work. At the largest
+# hidden size the two-kernel plan reads ``x`` and ``dy`` twice, so its rate against the
+# three-array count stays far from the ceiling, yet it is ahead of both baselines, which
+# also read them more than once.
 #
 # Quiz
 # ----

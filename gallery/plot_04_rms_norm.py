@@ -69,8 +69,8 @@ large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 # memory busy and the kernel runs near the copy ceiling, past our 85% goal. PyTorch's
 # eager kernel falls behind at long rows. ``torch.compile`` produces a kernel of the
 # same shape as ours (it taught us the second read) and lands in the same place: at 8K
-# values both run at about 98% of the ceiling, so which one is ahead there is a matter
-# of a percent, and a run can go either way. The lines under the table say how the run
+# values both run at the ceiling, so which one is ahead there is a matter of a
+# percent, and a run can go either way. The lines under the table say how the run
 # recorded here came out.
 #
 # Quiz

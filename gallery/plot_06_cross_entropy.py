@@ -134,11 +134,10 @@ print_peak_memory(forward)
 #   before.
 #   Keeping a running maximum and sum per lane instead, with one reduction at the end,
 #   needed a second ``exp`` per logit (or a ``where`` on every lane) and was slower;
-# * the host is not what holds 32K back: the Python side of a call (checks, autograd,
-#   two launches, four allocations) took 55 to 61 microseconds, and timing the same call
-#   with the host kept far ahead of the GPU gave the same rate as ``do_bench`` from 32K
-#   logits on. At 16K it did not (50% against 62%): there the GPU waits for the host;
-# * ``do_bench`` flushes the L2 cache by writing zeros before each timed call, and the
+# * the host is not what holds 32K back: the main lines are the GPU's time alone. The
+#   lighter lines add the Python side of a call (checks, autograd, two launches, four
+#   allocations), which weighs at small vocabularies and not from 32K logits on;
+# * the harness flushes the L2 cache by writing zeros before each timed call, and the
 #   write-back of those zeros competes with the call's reads; the "copy" column shows
 #   what that costs a copy of the same number of bytes.
 #

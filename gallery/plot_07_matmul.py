@@ -216,12 +216,13 @@ if square.fresh:
 # %%
 # Read the figure: small products leave most of the GPU idle (a 512 x 512 product has
 # only a few dozen tiles for 132 multiprocessors), so neither library gets near the
-# ceiling there, and Triton falls far behind cuBLAS. That gap is not the kernel's: a
-# 512 x 512 product takes microseconds, less than our Python launcher spends checking
-# its inputs, building three descriptors and looking up the autotuned configuration,
-# while ``torch.matmul`` dispatches from C++. From a few thousand up the autotuned
-# Triton kernel runs within a few percent of cuBLAS; the table above says by how much
-# in this run. The dashed ceiling
+# ceiling there. Triton is behind cuBLAS there on the GPU's time too, since tiles tuned
+# for large products leave even more multiprocessors idle, and far behind in call time
+# (the lighter lines): a 512 x 512 product takes microseconds, less than our Python
+# launcher spends checking its inputs, building three descriptors and looking up the
+# autotuned configuration, while ``torch.matmul`` dispatches from C++. From 4096 up
+# the autotuned Triton kernel runs within a few percent of cuBLAS; the table
+# above says by how much in this run. The dashed ceiling
 # is cuBLAS at 8192 measured at the end of the run, after minutes of work have warmed the
 # GPU: a smaller product measured earlier can run above it, because a hot H200 lowers its
 # clock to stay within its power limit.
