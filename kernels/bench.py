@@ -243,6 +243,18 @@ class _Unavailable:
         }
 
 
+def _what_is_measured(spec: BenchmarkSpec) -> dict[str, Any]:
+    # The fields of a record that come from the spec alone: what, at which sizes, how much.
+    return {
+        "benchmark": spec.name,
+        "metric": spec.metric,
+        "x_name": spec.x_name,
+        "dtype": str(spec.dtype).removeprefix("torch."),
+        "x": tuple(spec.gpu_sizes),
+        "work": tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+    }
+
+
 def measure(spec: BenchmarkSpec) -> Measurement:
     """Check, then time, every provider at every GPU size, two ways; return the record.
 
@@ -315,12 +327,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
         )
     ceiling = timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
     return Measurement(
-        benchmark=spec.name,
-        metric=spec.metric,
-        x_name=spec.x_name,
-        dtype=str(spec.dtype).removeprefix("torch."),
-        x=tuple(spec.gpu_sizes),
-        work=tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+        **_what_is_measured(spec),
         series={name: tuple(values) for name, values in series.items()},
         call_series={name: tuple(values) for name, values in call_series.items()},
         ceiling=Ceiling(
@@ -396,12 +403,7 @@ def placeholder(spec: BenchmarkSpec, reason: str) -> Measurement:
     """A stand-in for a record a draft build cannot use: no numbers, a reason."""
     empty: dict[str, tuple[float | None, ...]] = {}
     return Measurement(
-        benchmark=spec.name,
-        metric=spec.metric,
-        x_name=spec.x_name,
-        dtype=str(spec.dtype).removeprefix("torch."),
-        x=tuple(spec.gpu_sizes),
-        work=tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+        **_what_is_measured(spec),
         series=empty,
         call_series=empty,
         ceiling=Ceiling(name="not measured", value=math.nan, timings=0),
