@@ -12,11 +12,16 @@ A bank looks like this::
           - text: The physical distance between ...
             why: One or two sentences on why this is wrong.
 
-Text may use `backticks` for inline code. Exactly one option per question is correct.
+Text may use `backticks` for inline code; everything else in it is shown as written,
+never read as markup. Exactly one option per question is correct. An id is lower-case
+letters, digits and single hyphens (it becomes part of the page's anchors). A bank is
+plain YAML: anchors, aliases and repeated keys are refused, and so is a bank over
+MAX_BANK_BYTES.
 """
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,13 @@ import yaml
 BANK_KEYS = {"questions"}
 QUESTION_KEYS = {"id", "question", "options"}
 OPTION_KEYS = {"text", "correct", "why"}
+# The options of a question are lettered A to Z on the page.
+MAX_OPTIONS = 26
+# The largest bank is a few kilobytes; this leaves room and refuses what cannot be one.
+MAX_BANK_BYTES = 256 * 1024
+ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A bank's name is its file name without ``.yaml``: the same, underscores allowed.
+NAME_PATTERN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 
 
 class QuizBankError(ValueError):
@@ -70,6 +82,34 @@ class Bank:
     questions: tuple[Question, ...]
 
 
+class _PlainLoader(yaml.SafeLoader):
+    """YAML without anchors, aliases or repeated keys: what a bank needs and no more.
+
+    An alias can expand a small file into gigabytes (and an error message quoting the
+    value with it); a repeated key silently replaces the first, a second ``questions:``
+    dropping every question above it.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases (& and *) are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is repeated", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _text(value: Any, where: str, key: str) -> str:
     if isinstance(value, bool | int | float):
         # YAML reads unquoted yes, no, on, off, 1.0 ... as booleans and numbers.
@@ -111,10 +151,20 @@ def _question(raw: Any, number: int, source: str) -> Question:
         where = f"{source}: question {raw['id'].strip()!r} (#{number})"
     _unknown_keys(raw, QUESTION_KEYS, where)
     question_id = _text(raw.get("id"), where, "id")
+    if not ID_PATTERN.fullmatch(question_id):
+        raise QuizBankError(
+            f"{where}: the id must be lower-case letters, digits and single hyphens "
+            "(such as 'tile-model')"
+        )
     prompt = _text(raw.get("question"), where, "question")
     raw_options = raw.get("options")
     if not isinstance(raw_options, list) or len(raw_options) < 2:
         raise QuizBankError(f"{where}: 'options' must list at least two options")
+    if len(raw_options) > MAX_OPTIONS:
+        raise QuizBankError(
+            f"{where}: {len(raw_options)} options, more than the {MAX_OPTIONS} letters "
+            "that label them"
+        )
     options = tuple(
         _option(option, f"{where}, option {index}") for index, option in enumerate(raw_options, 1)
     )
@@ -130,11 +180,19 @@ def load_bank(path: Path | str) -> Bank:
     path = Path(path)
     source = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_BANK_BYTES:
+            raise QuizBankError(f"{source}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
+        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_PlainLoader)
     except OSError as error:
         raise QuizBankError(f"{source}: cannot read the bank ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise QuizBankError(
+            f"{source}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
     except yaml.YAMLError as error:
         raise QuizBankError(f"{source}: not valid YAML ({error})") from None
+    except RecursionError:
+        raise QuizBankError(f"{source}: nested too deeply to be a bank") from None
     if not isinstance(raw, dict):
         raise QuizBankError(f"{source}: the bank must be a mapping with a 'questions' list")
     _unknown_keys(raw, BANK_KEYS, source)

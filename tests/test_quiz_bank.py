@@ -137,6 +137,50 @@ MALFORMED = {
         "      - text: A\n        correct: true\n        why: So it is.\n",
         r"question 'q1' \(#1\): 'options' must list at least two options",
     ),
+    "an id that is not a slug": (
+        'questions:\n  - id: "q1\\n\\n   .. raw:: html\\n\\n      <script>alert(1)</script>"\n'
+        "    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"question .* \(#1\): the id must be lower-case letters, digits and single hyphens",
+    ),
+    "an id in capitals": (
+        "questions:\n  - id: Q1\n    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"question 'Q1' \(#1\): the id must be lower-case",
+    ),
+    "an id with an underscore": (
+        "questions:\n  - id: a_b\n    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"question 'a_b' \(#1\): the id must be lower-case",
+    ),
+    "more options than letters": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:"
+        + GOOD_OPTIONS
+        + "      - text: More.\n        why: Not so.\n" * 25,
+        r"question 'q1' \(#1\): 27 options, more than the 26 letters",
+    ),
+    "an alias": (
+        "questions:\n  - &q\n    id: q1\n    question: Which?\n    options:"
+        + GOOD_OPTIONS
+        + "  - *q\n",
+        r"anchors and aliases \(& and \*\) are not allowed",
+    ),
+    "an alias bomb": (
+        "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nquestions: [*c]\n",
+        r"anchors and aliases",
+    ),
+    "a repeated key": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:"
+        + GOOD_OPTIONS
+        + "questions:\n  - id: q2\n    question: Which?\n    options:"
+        + GOOD_OPTIONS,
+        r"the key 'questions' is repeated",
+    ),
+    "a repeated option key": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        text: B\n        correct: true\n        why: So.\n"
+        "      - text: C\n        why: Not so.\n",
+        r"the key 'text' is repeated",
+    ),
+    "nested too deeply": ("questions: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
     "no questions": ("questions: []\n", r"'questions' must be a non-empty list"),
     "not YAML": ("questions: [\n", r"not valid YAML"),
     "not a mapping": ("- just\n- a list\n", r"the bank must be a mapping"),
@@ -149,6 +193,17 @@ def test_malformed_bank_is_rejected_with_file_and_question(tmp_path: Path, case:
     path = tmp_path / "broken.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(QuizBankError, match=re.escape(str(path)) + ".*" + message):
+        load_bank(path)
+
+
+def test_a_bank_that_is_not_utf8_or_too_large_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("questions:\n  - id: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(QuizBankError, match=r"latin1\.yaml: not UTF-8 text"):
+        load_bank(path)
+    path = tmp_path / "huge.yaml"
+    path.write_text("questions: []\n" + "# padding\n" * 30_000, encoding="utf-8")
+    with pytest.raises(QuizBankError, match=r"huge\.yaml: larger than 262,144 bytes"):
         load_bank(path)
 
 

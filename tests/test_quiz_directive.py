@@ -103,6 +103,76 @@ def test_missing_bank_fails_the_build(tmp_path: Path) -> None:
     assert re.search(r"nosuchbank\.yaml: cannot read the bank", result.stderr)
 
 
+HOSTILE = [
+    ".. raw:: html\n\n   <script>alert(1)</script>",
+    "<script>alert(2)</script>",
+    ":raw-html:`<b>bold</b>` and **strong** and `code` and ``double``",
+    "- not a list\n- really",
+    "an `odd backtick",
+    "|sub| [#]_ `link <javascript:alert(3)>`_ :math:`x` $y$ {role}`z`",
+]
+
+
+def _bank_of(texts: list[str]) -> str:
+    import json
+
+    # JSON strings are valid YAML scalars: every character of the texts gets through.
+    questions = [
+        {
+            "id": f"q{index}",
+            "question": text,
+            "options": [
+                {"text": text, "correct": True, "why": text},
+                {"text": "Plain.", "why": text},
+            ],
+        }
+        for index, text in enumerate(texts)
+    ]
+    return json.dumps({"questions": questions})
+
+
+@pytest.mark.parametrize(
+    "page", ["Quiz\n====\n\n.. quiz:: demo\n", "# Quiz\n\n```{quiz} demo\n```\n"]
+)
+def test_bank_text_is_shown_as_written_never_as_markup(tmp_path: Path, page: str) -> None:
+    result = build(tmp_path, page, _bank_of(HOSTILE))
+    assert result.returncode == 0, result.stderr
+    html = (tmp_path / "_out" / "index.html").read_text(encoding="utf-8")
+    # The quiz, up to the theme's sidebar.
+    body = html[html.index('class="quiz docutils') : html.index("sphinxsidebar")]
+    for raw in ("<script>alert", "<b>bold</b>", 'href="javascript:', "<strong>strong", "<li>"):
+        assert raw not in body, raw
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in body
+    assert "**strong**" in body and "|sub|" in body and "- not a list - really" in body
+    # Backticks still make code; an odd one is a character, and the dropdowns hold.
+    assert re.search(r"<code[^>]*><span class=\"pre\">code</span></code>", body)
+    assert "an `odd backtick" in body
+    questions = body.split('class="quiz-question')[1:]
+    assert [q.count("<details") for q in questions] == [2] * len(HOSTILE)
+    for question in questions:
+        verdicts = question.split("<details")[1:]
+        assert sum("<strong>Correct.</strong>" in v for v in verdicts) == 1
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        ("Q\n=\n\n.. quiz:: ../../outside\n", r"quiz '\.\./\.\./outside': a bank is named"),
+        (
+            "Q\n=\n\n.. quiz:: demo\n\n.. quiz:: demo\n",
+            r"quiz 'demo': question 'first' would repeat the anchor 'quiz-demo-first'",
+        ),
+    ],
+    ids=["outside-quiz-folder", "same-bank-twice"],
+)
+def test_a_directive_that_would_break_the_page_fails_the_build(
+    tmp_path: Path, page: str, message: str
+) -> None:
+    result = build(tmp_path, page, BANK)
+    assert result.returncode != 0
+    assert re.search(r"index: " + message, result.stderr), result.stderr
+
+
 @pytest.mark.parametrize(
     ("text", "rst"),
     [
