@@ -52,6 +52,8 @@ html_title = project
 # The navigation bar lists the sections; without a left sidebar the code and figures
 # get the width they need.
 html_sidebars = {"**": []}
+# Without it the theme starts with an empty colour mode and logs an error in every page.
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
@@ -85,4 +87,7 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "show_signature": False,
     "min_reported_time": 0,
+    # The execution-times page loads jQuery and DataTables from CDNs, which an offline
+    # reader (and an offline GPU runner) cannot reach; each page states its own time.
+    "write_computation_times": False,
 }

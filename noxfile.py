@@ -6,6 +6,7 @@ run ``nox --no-venv -s docs`` in that image's Python instead: the sessions then 
 running environment as it is and install nothing (see docs/guides/contributing.md).
 """
 
+import os
 import shlex
 import shutil
 import sys
@@ -69,9 +70,21 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite: kernels in the interpreter, quiz banks, measurement files, a build."""
+    """Run the test suite: kernels in the interpreter, quiz banks, measurement files, a
+    build, and the built site in headless Chromium (installed here if it can be)."""
     install(session, "test")
+    install_chromium(session)
     session.run(python(session), "-m", "pytest", *session.posargs)
+
+
+def install_chromium(session: nox.Session) -> None:
+    """Install Debian's chromium for the browser tests, where it is missing and apt can."""
+    if shutil.which("chromium") or not shutil.which("apt-get") or os.geteuid() != 0:
+        return
+    session.log("The browser tests need Chromium: installing Debian's package.")
+    # apt exits 100 when it cannot (an offline runner): the browser tests then say so.
+    session.run("apt-get", "update", "-q", external=True, success_codes=[0, 100])
+    session.run("apt-get", "install", "-y", "-q", "chromium", external=True, success_codes=[0, 100])
 
 
 @nox.session

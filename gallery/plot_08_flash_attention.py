@@ -41,14 +41,14 @@ for seq_len in (4096, 16384):
 # largest score so far ``m`` and the sum of exponentials so far ``l``, and an output
 # accumulator ``acc``. For a new block of scores ``s``:
 #
-# .. math::
+# .. code-block:: text
 #
-#    m' = \max(m, \max_j s_j), \qquad
-#    l' = l\,e^{m - m'} + \sum_j e^{s_j - m'}, \qquad
-#    \mathrm{acc}' = \mathrm{acc}\,e^{m - m'} + \sum_j e^{s_j - m'} v_j .
+#    m_new   = max(m, max over j of s_j)
+#    l_new   = l   * exp(m - m_new) + sum over j of exp(s_j - m_new)
+#    acc_new = acc * exp(m - m_new) + sum over j of exp(s_j - m_new) * v_j
 #
 # Whenever the maximum grows, what was accumulated under the old one is scaled down by
-# ``e^{m - m'}``; at the end ``acc / l`` is exactly the softmax-weighted sum. It is the
+# ``exp(m - m_new)``; at the end ``acc / l`` is exactly the softmax-weighted sum. It is the
 # recurrence the :doc:`softmax page <plot_02_softmax>` uses for rows too long for
 # registers, applied here to a matrix product.
 #

@@ -1,0 +1,135 @@
+"""The built site in a real browser (headless Chromium through Playwright): every page
+loads offline without errors, quizzes work with and without JavaScript, and no page
+scrolls sideways on a phone or a laptop.
+
+Each check is one function taking a loaded page; a failure saves a screenshot into
+FAILURES (under the build's folder) and the message says where.
+"""
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import DocsBuild
+from playwright import sync_api as playwright_api
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = (390, 1280)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator["playwright_api.Browser"]:
+    if CHROMIUM is None:
+        pytest.fail(
+            "the browser tests need Chromium: `apt-get install chromium` (Debian's package; "
+            "`nox -s tests` installs it where it can)"
+        )
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def site_pages(build: DocsBuild) -> list[Path]:
+    """Every page of the site a reader can reach."""
+    return sorted((build.html / "docs").rglob("*.html"))
+
+
+class Visit:
+    """One page opened at one width: its console errors and the hosts it asked."""
+
+    def __init__(self, browser: "playwright_api.Browser", url: str, width: int, js: bool) -> None:
+        self.context = browser.new_context(
+            viewport={"width": width, "height": 900}, java_script_enabled=js
+        )
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.remote: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on(
+            "request",
+            lambda r: r.url.startswith(("file:", "data:", "blob:")) or self.remote.append(r.url),
+        )
+        self.page.goto(url, wait_until="load")
+
+    def fail(self, failures: Path, name: str, message: str) -> None:
+        failures.mkdir(parents=True, exist_ok=True)
+        shot = failures / f"{name}.png"
+        self.page.screenshot(path=str(shot), full_page=True)
+        pytest.fail(f"{message} (screenshot: {shot})")
+
+
+@pytest.fixture(scope="module")
+def failures(docs_build: DocsBuild) -> Path:
+    """Where screenshots of failures go."""
+    return docs_build.html.parent / "browser-failures"
+
+
+def _name(build: DocsBuild, path: Path, width: int) -> str:
+    return f"{path.relative_to(build.html).with_suffix('').as_posix().replace('/', '_')}-{width}"
+
+
+def test_every_page_loads_offline_without_errors(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    assert docs_build.returncode == 0, docs_build.log[-3000:]
+    for path in site_pages(docs_build):
+        visit = Visit(browser, path.as_uri(), 1280, js=True)
+        visit.page.wait_for_timeout(100)
+        if visit.errors or visit.remote:
+            visit.fail(
+                failures,
+                _name(docs_build, path, 1280),
+                f"{path.name}: console errors {visit.errors}, requests to other hosts "
+                f"{visit.remote}",
+            )
+        visit.context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_page_scrolls_sideways(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path, width: int
+) -> None:
+    for path in site_pages(docs_build):
+        visit = Visit(browser, path.as_uri(), width, js=True)
+        overflow = visit.page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if overflow > 1:
+            visit.fail(
+                failures,
+                _name(docs_build, path, width),
+                f"{path.name} at {width} px is {overflow} px wider than the window",
+            )
+        visit.context.close()
+
+
+@pytest.mark.parametrize("js", [True, False], ids=["javascript", "no-javascript"])
+def test_every_quiz_option_opens_and_tells_its_verdict(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path, js: bool
+) -> None:
+    pages = [p for p in site_pages(docs_build) if "quiz-option" in p.read_text("utf-8")]
+    assert len(pages) >= 9, pages
+    for path in pages:
+        visit = Visit(browser, path.as_uri(), 1280, js=js)
+        options = visit.page.locator("details.quiz-option")
+        verdicts = []
+        for index in range(options.count()):
+            option = options.nth(index)
+            option.locator("summary").click()
+            if option.get_attribute("open") is None:
+                visit.fail(failures, _name(docs_build, path, 1280), f"option {index} stays shut")
+            verdicts.append(option.inner_text())
+        questions = visit.page.locator(".quiz-question").count()
+        right = sum("Correct." in text for text in verdicts)
+        if right != questions or not all("Correct." in v or "Not quite." in v for v in verdicts):
+            visit.fail(
+                failures,
+                _name(docs_build, path, 1280),
+                f"{path.name}: {right} options say 'Correct.' for {questions} questions",
+            )
+        visit.context.close()
