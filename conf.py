@@ -37,7 +37,7 @@ exclude_patterns = [
     "docs/examples/*.py",
     "**/.ipynb_checkpoints",
 ]
-templates_path: list[str] = []
+templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static"]
 # The pages live under docs/; this sends a visitor of the site root to the home page.
 html_extra_path = ["docs/_extra"]
@@ -49,9 +49,9 @@ gettext_compact = False
 
 html_theme = "pydata_sphinx_theme"
 html_title = project
-# The navigation bar lists the sections; without a left sidebar the code and figures
-# get the width they need.
-html_sidebars = {"**": []}
+# The top bar lists the three sections; the left sidebar (the drawer on a phone) lists
+# every page of the course.
+html_sidebars = {"**": ["sidebar-course-nav"]}
 # Without it the theme starts with an empty colour mode and logs an error in every page.
 html_context = {"default_mode": "auto"}
 html_theme_options = {

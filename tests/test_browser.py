@@ -133,3 +133,55 @@ def test_every_quiz_option_opens_and_tells_its_verdict(
                 f"{path.name}: {right} options say 'Correct.' for {questions} questions",
             )
         visit.context.close()
+
+
+def test_the_top_bar_is_one_row_and_covers_no_heading(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    for path in site_pages(docs_build):
+        visit = Visit(browser, path.as_uri(), 1280, js=True)
+        tops = visit.page.evaluate(
+            "[...document.querySelectorAll('.bd-header .navbar-nav .nav-link')]"
+            ".filter(e => e.offsetParent).map(e => Math.round(e.getBoundingClientRect().top))"
+        )
+        if len(set(tops)) > 1:
+            visit.fail(failures, _name(docs_build, path, 1280), f"{path.name}: top bar rows {tops}")
+        # Follow each section's anchor: the heading must land below the sticky bar.
+        for anchor in visit.page.evaluate(
+            "[...document.querySelectorAll('section[id] > h2')].map(h => h.parentElement.id)"
+        ):
+            visit.page.goto(f"{path.as_uri()}#{anchor}")
+            covered = visit.page.evaluate(
+                f"document.getElementById('{anchor}').querySelector('h2').getBoundingClientRect()"
+                ".top + 1 < document.querySelector('.bd-header').getBoundingClientRect().bottom"
+            )
+            if covered:
+                visit.fail(
+                    failures,
+                    _name(docs_build, path, 1280),
+                    f"{path.name}: the top bar covers the heading of #{anchor}",
+                )
+        visit.context.close()
+
+
+def test_the_phone_drawer_lists_every_page(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    pages = {
+        p.relative_to(docs_build.html / "docs").as_posix()
+        for p in site_pages(docs_build)
+        if p.name not in {"search.html", "genindex.html"}
+    }
+    visit = Visit(browser, (docs_build.html / "docs" / "index.html").as_uri(), 390, js=True)
+    visit.page.locator(".primary-toggle").first.click()
+    visit.page.wait_for_timeout(300)
+    listed = set(
+        visit.page.evaluate(
+            "[...document.querySelectorAll('#pst-primary-sidebar-modal a.reference, "
+            "dialog[open] a.reference')].map(a => a.getAttribute('href'))"
+        )
+    )
+    missing = sorted(page for page in pages - {"index.html"} if page not in listed)
+    if missing:
+        visit.fail(failures, "drawer-390", f"the drawer does not list {missing}")
+    visit.context.close()
