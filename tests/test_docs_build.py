@@ -136,6 +136,17 @@ def test_every_gallery_page_has_its_figures_with_provenance(
     assert "Triton " in text_of(html) and ": OK" in text_of(html)
 
 
+def test_figures_have_alt_text_that_says_what_they_show(docs_build: DocsBuild) -> None:
+    alts = []
+    for page in GALLERY_PAGES:
+        html = docs_build.page(f"docs/examples/{page}.html")
+        images = re.findall(rf'<img [^>]*src="[^"]*sphx_glr_{page}_\d+\.png"[^>]*>', html)
+        alts += [re.search(r'alt="([^"]*)"', image).group(1) for image in images]
+    assert len(alts) == sum(FIGURES_OF_PAGE.values())
+    assert not [alt for alt in alts if alt.startswith("plot ")], alts
+    assert "GB/s against N; Triton, PyTorch, torch.compile, device copy" in alts[0]
+
+
 @pytest.mark.parametrize(
     ("page", "bank"), [(page, banks[0]) for page, banks in QUIZ_OF_PAGE.items() if banks]
 )

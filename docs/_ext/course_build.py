@@ -166,10 +166,28 @@ def note_lesson_dependencies(app: Sphinx, docname: str, source: list[str]) -> No
         app.env.note_dependency(str(path))
 
 
+def describe_figure(fig: Any) -> str:
+    """Alt text for a figure, from what it draws: its panels' titles, what is plotted
+    against what, and the entries of its legends."""
+    parts = []
+    for ax in fig.axes:
+        title = ax.get_title()
+        if ax.get_xlabel() and ax.get_ylabel():
+            title = f"{title}: " if title else ""
+            parts.append(f"{title}{ax.get_ylabel()} against {ax.get_xlabel()}")
+        elif title:
+            parts.append(title)
+        legend = ax.get_legend()
+        if legend is not None:
+            parts.append(", ".join(text.get_text() for text in legend.get_texts()))
+    return " ".join("; ".join(parts).split()) or "figure"
+
+
 def captioned_matplotlib_scraper(
     block: Any, block_vars: Any, gallery_conf: Any, **kwargs: Any
 ) -> str:
-    """sphinx-gallery image scraper: matplotlib's own, plus each figure's caption as text.
+    """sphinx-gallery image scraper: matplotlib's own, with alt text that says what each
+    figure shows, plus each figure's caption as text.
 
     Captions may mark code with `backticks`, as quiz banks do.
     """
@@ -179,8 +197,12 @@ def captioned_matplotlib_scraper(
     from kernels.plotting import caption_of
     from quiz.rst import to_rst_inline
 
-    captions = [caption_of(plt.figure(number)) for number in plt.get_fignums()]
+    figures = [plt.figure(number) for number in plt.get_fignums()]
+    captions = [caption_of(fig) for fig in figures]
+    alts = iter([describe_figure(fig) for fig in figures])
     rst = matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
+    # sphinx-gallery names a figure after its script ("plot 01 vector add").
+    rst = re.sub(r"(?m)^(\s*):alt: .*$", lambda m: f"{m.group(1)}:alt: {next(alts)}", rst)
     for text in filter(None, captions):
         rst += f"\n\n.. rst-class:: figure-provenance\n\n{to_rst_inline(text)}\n"
     return rst
