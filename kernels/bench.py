@@ -265,7 +265,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
     device = kernel_device()
-    names = (*spec.series_names,)
+    names = spec.series_names
     series: dict[str, list[float | None]] = {name: [] for name in names}
     call_series: dict[str, list[float | None]] = {name: [] for name in names}
     unavailable = _Unavailable(spec.x_name)
@@ -303,12 +303,11 @@ def measure(spec: BenchmarkSpec) -> Measurement:
                     if name == "Triton":
                         raise
                     unavailable.add(name, size, f"kernel time: {reason}")
-                    call_rate = None
                 else:
                     call_rate = work / timing.call_time_ms(call, leaves) / scale
                 del call, leaves
             series[name].append(kernel_rate)
-            call_series[name].append(call_rate if kernel_rate is not None else None)
+            call_series[name].append(call_rate)
         if spec.metric == "GB/s":
             same_size_copy.append(timing.copy_rate(work))
         if spec.peak_memory_step is not None:
