@@ -127,13 +127,13 @@ for activation in matmul.ACTIVATIONS:
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
-from kernels.plotting import set_caption
+from kernels.plotting import TEXT_PT, set_caption, style
 
 TILES = 9
 GROUP_M = 3
 IN_FLIGHT = 9  # a toy "wave": the first nine programs
 
-fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.8), layout="constrained")
+fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.6), layout="constrained")
 for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
     order = matmul.tile_order(TILES, TILES, group_m).cpu()
     first = order < IN_FLIGHT
@@ -142,7 +142,7 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
         for col in range(TILES):
             if first[row, col]:
                 ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, color="#ff7f0e", alpha=0.6))
-            ax.text(col, row, int(order[row, col]), ha="center", va="center", fontsize=7)
+            ax.text(col, row, int(order[row, col]), ha="center", va="center", fontsize=TEXT_PT)
     ax.set_title(f"GROUP_M = {group_m}")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -152,6 +152,7 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
         f"GROUP_M={group_m}: the first {IN_FLIGHT} programs read tiles of A from {a_tiles} "
         f"row(s) and tiles of B from {b_tiles} column(s): {a_tiles + b_tiles} strips in all"
     )
+style(fig)
 set_caption(
     fig,
     f"Program numbers on a grid of {TILES} x {TILES} tiles of C, computed by "

@@ -30,13 +30,36 @@ _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17
 CEILING_COLOUR = "#555555"
 # Call time is drawn in the colour of its provider, lighter.
 CALL_TIME_ALPHA = 0.35
-FIGURE_SIZE = (8.5, 4.2)
+# Sized for a phone as much as for a laptop: a 6.4-inch figure is 640 pixels wide, and
+# on a 390-pixel phone screen, shrunk to the column, 12-point text is still 9 pixels tall.
+FIGURE_SIZE = (6.4, 4.8)
+# The smallest text in any figure of the site, in points (the build refuses smaller).
+TEXT_PT = 12
 
 _CAPTION_ATTRIBUTE = "_ninja_gap_caption"
 
 
 def _provider_colour(provider: str, index: int) -> str:
     return PROVIDER_COLOURS.get(provider, _FALLBACK_COLOURS[index % len(_FALLBACK_COLOURS)])
+
+
+def style(fig: Figure) -> None:
+    """Give every text of ``fig`` the site's size: tick labels, axis labels, titles and
+    legends at TEXT_PT or more."""
+    for ax in fig.axes:
+        ax.tick_params(labelsize=TEXT_PT)
+        for label in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            label.set_fontsize(max(TEXT_PT, label.get_fontsize()))
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is not None:
+            for text in legend.get_texts():
+                text.set_fontsize(TEXT_PT)
+
+
+def _legend_below(fig: Figure) -> None:
+    # Below the axes, across the figure's width, so that the plot keeps the width.
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
 
 
 def _values(rates: tuple[float | None, ...]) -> list[float]:
@@ -52,6 +75,7 @@ def _placeholder(measurement: Measurement) -> Figure:
     ax.set_ylabel(measurement.metric)
     ax.set_xticks([])
     ax.set_yticks([])
+    style(fig)
     set_caption(fig, placeholder_caption(measurement.benchmark))
     return fig
 
@@ -86,8 +110,8 @@ def plot_measurement(measurement: Measurement) -> Figure:
     rates = [v for series in measurement.series.values() for v in series if v is not None]
     ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
     ax.grid(True, which="major", alpha=0.3)
-    # Beside the axes, so that no line or the dashed ceiling runs through the labels.
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend_below(fig)
+    style(fig)
     set_caption(fig, caption(measurement.environment, measurement.code.commit,
                              fresh=measurement.fresh))  # fmt: skip
     return fig
@@ -108,8 +132,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     ax.set_xlabel(measurement.x_name)
     ax.set_ylabel("MB")
     ax.grid(True, which="major", alpha=0.3)
-    # Beside the axes, so that no line runs through the labels.
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend_below(fig)
+    style(fig)
     set_caption(fig, caption(measurement.environment, measurement.code.commit,
                              fresh=measurement.fresh))  # fmt: skip
     return fig

@@ -185,3 +185,28 @@ def test_the_phone_drawer_lists_every_page(
     if missing:
         visit.fail(failures, "drawer-390", f"the drawer does not list {missing}")
     visit.context.close()
+
+
+def test_figure_text_is_at_least_9_pixels_tall_on_a_phone(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    from kernels.plotting import TEXT_PT
+
+    # Figures are saved at matplotlib's 100 pixels per inch; the build refuses a figure
+    # with text under TEXT_PT points, so the smallest text is this tall in the image:
+    smallest_px = TEXT_PT * 100 / 72
+    figures = 0
+    for path in sorted((docs_build.html / "docs" / "examples").glob("plot_*.html")):
+        visit = Visit(browser, path.as_uri(), 390, js=True)
+        scales = visit.page.evaluate(
+            "[...document.querySelectorAll('img.sphx-glr-single-img, img.sphx-glr-multi-img')]"
+            ".map(i => i.getBoundingClientRect().width / i.naturalWidth)"
+        )
+        figures += len(scales)
+        small = [round(scale * smallest_px, 1) for scale in scales if scale * smallest_px < 9]
+        if small:
+            visit.fail(
+                failures, _name(docs_build, path, 390), f"{path.name}: figure text {small} px"
+            )
+        visit.context.close()
+    assert figures >= 8

@@ -12,7 +12,7 @@ from kernels.runtime import describe_device
 from quiz.bank import load_bank
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-from course_build import figure_count, gallery_scripts, quiz_names
+from course_build import figure_count, gallery_scripts, quiz_names, smallest_text_pt
 
 
 def text_of(html: str) -> str:
@@ -134,6 +134,19 @@ def test_every_gallery_page_has_its_figures_with_provenance(
     assert len(re.findall(rf'<img[^>]+src="[^"]*sphx_glr_{page}_\d+\.png"', html)) == expected
     assert html.count('<p class="figure-provenance">') == expected
     assert "Triton " in text_of(html) and ": OK" in text_of(html)
+
+
+def test_the_site_style_leaves_no_text_too_small_for_a_phone() -> None:
+    import matplotlib.pyplot as plt
+    from records import sample
+
+    from kernels.plotting import TEXT_PT, plot_measurement
+
+    assert smallest_text_pt(plot_measurement(sample())) >= TEXT_PT
+    fig, ax = plt.subplots()
+    ax.text(0, 0, "tiny", fontsize=7)
+    assert smallest_text_pt(fig) == 7  # what the gallery scraper refuses
+    plt.close("all")
 
 
 def test_figures_have_alt_text_that_says_what_they_show(docs_build: DocsBuild) -> None:

@@ -7,6 +7,7 @@
   the script alone, and Sphinx re-reads a lesson only when its own text changes.
 - Every example really ran: after the gallery is generated, a page that reports no
   running time, or that lacks a figure its script draws, is a warning (an error with -W).
+  A figure with text smaller than the site's size fails its example.
 
 What a page uses, which figures a script draws and which quiz a page shows are read from
 the sources by the functions here; the tests use the same functions.
@@ -177,10 +178,23 @@ def describe_figure(fig: Any) -> str:
             parts.append(f"{title}{ax.get_ylabel()} against {ax.get_xlabel()}")
         elif title:
             parts.append(title)
-        legend = ax.get_legend()
+    for legend in [*(ax.get_legend() for ax in fig.axes), *fig.legends]:
         if legend is not None:
             parts.append(", ".join(text.get_text() for text in legend.get_texts()))
     return " ".join("; ".join(parts).split()) or "figure"
+
+
+def smallest_text_pt(fig: Any) -> float:
+    """The size of the smallest visible text of ``fig``, in points, once it is drawn."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels exist only once the figure is drawn
+    sizes = [
+        text.get_fontsize()
+        for text in fig.findobj(Text)
+        if text.get_visible() and text.get_text().strip()
+    ]
+    return min(sizes, default=float("inf"))
 
 
 def captioned_matplotlib_scraper(
@@ -194,10 +208,17 @@ def captioned_matplotlib_scraper(
     import matplotlib.pyplot as plt
     from sphinx_gallery.scrapers import matplotlib_scraper
 
-    from kernels.plotting import caption_of
+    from kernels.plotting import TEXT_PT, caption_of
     from quiz.rst import to_rst_inline
 
     figures = [plt.figure(number) for number in plt.get_fignums()]
+    for fig in figures:
+        if smallest_text_pt(fig) < TEXT_PT:
+            # Smaller text is unreadable once a phone shrinks the figure to its width.
+            raise ValueError(
+                f"a figure has text of {smallest_text_pt(fig):g} pt; the site's figures use "
+                f"{TEXT_PT} pt or more (kernels.plotting.style sets every text so)"
+            )
     captions = [caption_of(fig) for fig in figures]
     alts = iter([describe_figure(fig) for fig in figures])
     rst = matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
