@@ -27,9 +27,9 @@ class DocsBuild:
         """The HTML of the page at ``name`` (a path under the output folder)."""
         return (self.html / name).read_text(encoding="utf-8")
 
-    def rebuild(self) -> "DocsBuild":
-        """Build the same copy again, as a second ``nox -s docs`` would."""
-        return sphinx_build(self.source, self.html.parent)
+    def rebuild(self, *, draft: bool = False) -> "DocsBuild":
+        """Build the same copy again, as a second ``nox -s docs`` (``-- --draft``) would."""
+        return sphinx_build(self.source, self.html.parent, draft=draft)
 
 
 # Files of a checkout that are not sources: builds, environments, caches.
@@ -48,11 +48,11 @@ def copy_of_the_course(destination: Path) -> Path:
     return destination
 
 
-def sphinx_build(source: Path, out: Path) -> DocsBuild:
+def sphinx_build(source: Path, out: Path, *, draft: bool = False) -> DocsBuild:
     """``sphinx-build -W --keep-going`` of ``source`` into ``out``, without measuring:
     on a GPU machine too, the pages are drawn from the records (NINJA_GAP_MEASURE=0)."""
     html, doctrees = out / "html", out / "doctrees"
-    env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "0"}
+    env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "1" if draft else "0"}
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
          "-d", str(doctrees), str(source), str(html)],

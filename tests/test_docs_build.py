@@ -224,6 +224,9 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(
     # One line of the kernel's code: its record is stale, and the build says which
     # record and which file, and fails.
     module.write_text(source.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"))
+    draft = first.rebuild(draft=True)
+    assert draft.returncode == 0, draft.log[-3000:]
+    assert "not measured yet" in draft.page("docs/examples/plot_01_vector_add.html")
     stale = first.rebuild()
     assert stale.returncode != 0
     warnings = stale.log.split("WARNING:")[1:]
