@@ -61,7 +61,8 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 
-# myst-nb: every lesson runs at each build, and a failing cell fails the build.
+# myst-nb: a lesson runs whenever Sphinx reads it (its text, a kernels/ module it uses or
+# a record it reads changed); a failing cell is a warning, which fails the -W build.
 nb_execution_mode = "force"
 nb_execution_raise_on_error = False
 nb_execution_show_tb = True
