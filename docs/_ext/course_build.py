@@ -216,10 +216,11 @@ def captioned_matplotlib_scraper(
 
     figures = [plt.figure(number) for number in plt.get_fignums()]
     for fig in figures:
-        if smallest_text_pt(fig) < TEXT_PT:
+        smallest = smallest_text_pt(fig)
+        if smallest < TEXT_PT:
             # Smaller text is unreadable once a phone shrinks the figure to its width.
             raise ValueError(
-                f"a figure has text of {smallest_text_pt(fig):g} pt; the site's figures use "
+                f"a figure has text of {smallest:g} pt; the site's figures use "
                 f"{TEXT_PT} pt or more (kernels.plotting.style sets every text so)"
             )
     captions = [caption_of(fig) for fig in figures]
