@@ -54,7 +54,9 @@ def sphinx_build(source: Path, out: Path, *, draft: bool = False) -> DocsBuild:
     html, doctrees = out / "html", out / "doctrees"
     env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "1" if draft else "0"}
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
+        # --no-color: a CI that sets FORCE_COLOR would otherwise put escape codes
+        # into the log lines that the tests read.
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "--no-color", "-b", "html",
          "-d", str(doctrees), str(source), str(html)],
         capture_output=True, text=True, cwd=source, env=env, timeout=1200,
     )  # fmt: skip

@@ -9,10 +9,15 @@ FAILURES (under the build's folder) and the message says where.
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from conftest import DocsBuild
-from playwright import sync_api as playwright_api
+
+if TYPE_CHECKING:
+    # Imported where a browser starts: `pytest -m "not browser"` then collects this
+    # module on a runner without Playwright (an offline GPU image).
+    from playwright import sync_api as playwright_api
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +32,9 @@ def browser() -> Iterator["playwright_api.Browser"]:
             "the browser tests need Chromium: `apt-get install chromium` (Debian's package; "
             "`nox -s tests` installs it where it can)"
         )
-    with playwright_api.sync_playwright() as driver:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield browser
         browser.close()
