@@ -49,7 +49,7 @@ for seq_len in (4096, 16384):
 #
 # Whenever the maximum grows, what was accumulated under the old one is scaled down by
 # ``exp(m - m_new)``; at the end ``acc / l`` is exactly the softmax-weighted sum. It is the
-# recurrence the :doc:`softmax page <plot_02_softmax>` uses for rows too long for
+# recurrence the :doc:`softmax page <plot_03_softmax>` uses for rows too long for
 # registers, applied here to a matrix product.
 #
 # The kernel

@@ -219,7 +219,7 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(
     read, ran = _read_and_ran(commented.log)
     assert ran == 1, commented.log[-3000:]
     assert {"docs/index", "docs/lessons/01_intro", "docs/examples/plot_01_vector_add"} <= set(read)
-    assert "docs/examples/plot_02_softmax" not in read
+    assert "docs/examples/plot_03_softmax" not in read
 
     # One line of the kernel's code: its record is stale, and the build says which
     # record and which file, and fails.
