@@ -15,7 +15,7 @@ from records import sample, sample_doc
 
 from kernels import bench, fingerprint, measurements, timing, vector_add
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 from kernels.runtime import interpreted
 from kernels.spec import BenchmarkSpec, ProviderUnavailable
 
@@ -360,7 +360,7 @@ def records_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def test_a_missing_record_fails_unless_the_build_is_a_draft(
-    records_in: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    records_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
     with pytest.raises(measurements.MeasurementError, match="no recorded measurement"):
@@ -371,8 +371,8 @@ def test_a_missing_record_fails_unless_the_build_is_a_draft(
     figure = plot_measurement(placeholder)
     assert "not measured yet" in [text.get_text() for text in figure.axes[0].texts]
     assert caption_of(figure).startswith("Not measured yet: `vector_add`")
-    assert print_large_sizes(placeholder, min_work=0) == []
-    assert "not measured yet" in capsys.readouterr().out
+    assert results_table(placeholder, min_work=0).rows == []
+    assert "not measured yet" in str(results_table(placeholder))
 
 
 def test_a_stale_record_fails_naming_the_file_and_what_changed(

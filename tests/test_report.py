@@ -1,0 +1,57 @@
+"""The table under a gallery figure: its rows, its verdicts, and its HTML."""
+
+from records import CEILING, X, sample
+
+from kernels import vector_add
+from kernels.bench import placeholder
+from kernels.report import results_table
+
+
+def test_rows_are_the_large_sizes_with_their_share_and_ratio() -> None:
+    table = results_table(sample(), min_work=12.0 * 2**26)
+    assert [row[0] for row in table.rows] == [f"{x:,}" for x in X[2:]]
+    assert table.rows[0][2:6] == ["3,600", f"{3600 / CEILING:.1%}", "PyTorch", "1.03x"]
+    assert table.caption[0] == "Sizes where one call moves at least 805 MB (GB/s):"
+
+
+def test_each_goal_gets_a_column_and_a_verdict_in_words() -> None:
+    series = {"Triton": [3600.0, 3600.0, 3000.0, 3600.0, 3600.0],
+              "PyTorch": [3500.0] * 5, "torch.compile": [3400.0] * 5}  # fmt: skip
+    table = results_table(sample(series=series), min_work=0, ceiling_goal=0.85)
+    assert table.header[-1] == "goal 85%"
+    assert [row[-1] for row in table.rows] == ["met", "met", "MISSED", "met", "met"]
+    assert table.notes == [
+        "Ceiling goal (85%): met at N = 16,777,216, 33,554,432, 134,217,728 and "
+        "268,435,456; missed at 67,108,864."
+    ]
+    assert table.caption[0] == "Every measured size (GB/s):"
+
+
+def test_a_small_threshold_is_not_printed_as_zero() -> None:
+    table = results_table(sample(metric="TFLOP/s"), min_work=0.5e9)
+    assert table.caption[0] == "Sizes where one call needs at least 0.5 GFLOP (TFLOP/s):"
+
+
+def test_text_and_html_show_the_same_cells() -> None:
+    table = results_table(sample(), min_work=0, baseline_goal=1.0)
+    lines, page = str(table).splitlines(), table._repr_html_()
+    body = lines[len(table.caption) : len(table.caption) + 1 + len(table.rows)]
+    for line, row in zip(body, [table.header, *table.rows], strict=True):
+        assert line.split() == " ".join(row).split()
+        for cell in row:
+            assert f">{cell}<" in page
+    assert lines[-len(table.notes) :] == table.notes
+    assert page.count("<tr>") == len(table.rows) + 1
+
+
+def test_html_escapes_names_from_the_record() -> None:
+    series = {"Triton": [3600.0] * 5, "<script>x</script>": [3500.0] * 5}
+    table = results_table(sample(series=series, call_series=series), min_work=0)
+    page = table._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+
+
+def test_a_placeholder_has_no_table() -> None:
+    table = results_table(placeholder(vector_add.BENCHMARK, "no record"))
+    assert table.rows == [] and "not measured yet" in str(table)
+    assert "<table>" not in table._repr_html_()
