@@ -23,6 +23,7 @@ extensions = [
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
+    "sphinx.ext.intersphinx",
     "sphinx_gallery.gen_gallery",
     "quiz",
     "course_build",
@@ -68,6 +69,15 @@ nb_execution_raise_on_error = False
 nb_execution_show_tb = True
 nb_execution_timeout = 600
 myst_enable_extensions = ["colon_fence", "dollarmath"]
+
+# Links from names such as {py:func}`torch.softmax` and {py:func}`tl.load
+# <triton.language.load>` to PyTorch's and Triton's documentation. The build is offline
+# (GPU runners reach no network), so the inventories are stored in the repository, as
+# plain-text inventories (Sphinx's version 1 format) of the names the course links to.
+intersphinx_mapping = {
+    "torch": ("https://docs.pytorch.org/docs/stable/", "docs/inventories/torch.inv"),
+    "triton": ("https://triton-lang.org/main/", "docs/inventories/triton.inv"),
+}
 myst_heading_anchors = 3
 
 # A draft build (nox -s docs -- --draft) draws placeholders for missing or stale records;
