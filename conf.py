@@ -43,6 +43,7 @@ html_static_path = ["docs/_static"]
 # The pages live under docs/; this sends a visitor of the site root to the home page.
 html_extra_path = ["docs/_extra"]
 html_css_files = ["ninja-gap.css"]
+html_js_files = ["quiz-search.js"]
 
 language = "en"
 locale_dirs = ["docs/locales/"]

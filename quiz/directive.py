@@ -76,7 +76,10 @@ def bank_to_rst(bank: Bank, name: str) -> tuple[str, list[str]]:
             body.append(
                 f".. dropdown:: {letter}. {token(option.text)}\n"
                 f"   :class-container: quiz-option\n\n"
-                f"   **{escape(verdict)}** {token(option.why)}\n"
+                # no-search: Sphinx leaves the verdict out of its search index, and
+                # quiz-search.js out of the quotes under search results.
+                f"   .. container:: quiz-verdict no-search\n\n"
+                f"      **{escape(verdict)}** {token(option.why)}\n"
             )
         blocks.append(
             f".. container:: quiz-question\n   :name: {anchor(name, question.id)}\n\n"

@@ -217,3 +217,19 @@ def test_figure_text_is_at_least_9_pixels_tall_on_a_phone(
             )
         visit.context.close()
     assert figures >= 8
+
+
+def test_search_results_never_quote_a_quiz_verdict(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    # The quote under a result comes from Search.htmlToText; quiz-search.js must have
+    # made it drop what is marked no-search, as the quiz's verdicts are.
+    lesson = (docs_build.html / "docs" / "lessons" / "01_intro.html").read_text(encoding="utf-8")
+    assert "quiz-verdict no-search" in lesson
+    visit = Visit(browser, (docs_build.html / "docs" / "search.html").as_uri(), 1280, js=True)
+    quoted = visit.page.evaluate(
+        "html => Search.htmlToText(html)", lesson.replace('role="main"', 'role="main" ')
+    )
+    if "Correct." in quoted or "Not quite." in quoted or "Ninja" not in quoted:
+        visit.fail(failures, "search-1280", "search results would quote a quiz verdict")
+    visit.context.close()

@@ -86,6 +86,20 @@ def test_renders_each_option_as_a_dropdown(tmp_path: Path, page: str) -> None:
     assert "It is listed second." in html and "Yes" in html
 
 
+def test_verdicts_stay_out_of_the_search_index(tmp_path: Path) -> None:
+    result = build(tmp_path, "Quiz\n====\n\n.. quiz:: demo\n", BANK)
+    assert result.returncode == 0, result.stderr
+    index = (tmp_path / "_out" / "searchindex.js").read_text(encoding="utf-8").lower()
+    # The questions and options can be found; what opening an option tells cannot
+    # (the index holds stems: "quite" as "quit", "ordinary" as "ordinari").
+    for word in ("second", "constexpr", "thread"):
+        assert f'"{word}"' in index, word
+    for word in ("correct", "quit", "bake", "ordinari", "count"):
+        assert f'"{word}"' not in index, word
+    html = (tmp_path / "_out" / "index.html").read_text(encoding="utf-8")
+    assert html.count('class="quiz-verdict no-search docutils container"') == 5
+
+
 def test_malformed_bank_fails_the_build_naming_file_and_question(tmp_path: Path) -> None:
     broken = BANK.replace(
         "        correct: true\n        why: It is listed second.",
