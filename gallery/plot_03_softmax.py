@@ -2,7 +2,7 @@
 Fused softmax
 =============
 
-How much faster is softmax when each row is read once instead of once per step?
+How close does a softmax that reads each row once and writes it once get to a copy?
 
 Softmax turns a row of scores into probabilities:
 ``softmax(x)_i = exp(x_i - max(x)) / sum_j exp(x_j - max(x))``. Subtracting the row's
@@ -13,19 +13,35 @@ Written out in PyTorch, each step is its own kernel and its own trip through mem
 .. literalinclude:: /kernels/softmax.py
    :pyobject: naive_softmax
 
-That is a read for the maximum, a read and a write for the subtraction, another pair
-for ``exp``, a read for the sum and a read and a write for the division: about five
-reads and three writes of the whole matrix, where one read and one write would do.
-``torch.softmax`` is a single library kernel and does better; the question is how close
-a short Triton kernel gets to the one-read-one-write limit.
+This unfused version reads the whole matrix five times (for the maximum, the
+subtraction, ``exp``, the sum and the division) and writes it three times. A kernel that
+keeps a row on the chip while it works needs one read and one write. PyTorch's own
+``torch.softmax``, the baseline timed below, is a single kernel too, and for rows that
+fit in on-chip memory it also reads each row once (see
+``aten/src/ATen/native/cuda/SoftMax.cu`` in PyTorch's source). This page asks how close
+a short Triton kernel gets to the speed of a plain copy of the same bytes.
 """
 
 # %%
+# The plan
+# --------
+#
+# One program per row: a grid of as many programs as the matrix has rows, each program
+# holding its whole row as one tile, in registers.
+#
+# .. code-block:: text
+#
+#    program r:
+#        x = load row r                 # the one read
+#        m = max(x)
+#        e = exp(x - m)
+#        store e / sum(e) into row r    # the one write
+#
+# The two reductions, the maximum and the sum, work on values the program already holds,
+# so they cost no memory traffic.
+#
 # The kernel
 # ----------
-#
-# One row is one tile: the kernel loads the whole row into registers, reduces it twice
-# (maximum, then sum) without going back to memory, and writes the result once.
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_kernel
@@ -33,46 +49,106 @@ a short Triton kernel gets to the one-read-one-write limit.
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: _row_softmax
 #
-# Four details matter:
+# Step by step:
 #
-# * ``BLOCK_SIZE`` is the row length rounded up to a power of two; the mask pads the
-#   tile with ``-inf``, which loses every maximum and adds ``exp(-inf) = 0`` to the sum.
-# * When the row fills the tile exactly, the launcher sets ``EVEN`` and the mask becomes
-#   the constant ``True``, which the compiler removes together with the predicates of
-#   every load and store. At 16K values ptxas then gives a thread 80 registers instead
-#   of 113 (with 8 warps), so more programs share a multiprocessor. In a sweep on an
-#   H200, dropping the mask took the 16K point from 83% to 87% of the copy ceiling, and
-#   8 warps instead of 16 (64 values a thread) to 89%.
-# * The arithmetic runs in float32 (``ACC``) even for bfloat16 input, and the result is
-#   rounded once, on the store.
-# * The division happens once per row, as a reciprocal: a division per element costs
-#   more instructions than the memory traffic leaves time for.
+# * ``tl.arange`` needs a power of two, so the tile, ``BLOCK_SIZE``, is the row length
+#   rounded up to one. The mask switches off the lanes past the end of the row, and
+#   ``other=-float("inf")`` gives them the value minus infinity: it never wins the
+#   maximum, and ``exp(-inf) = 0`` adds nothing to the sum.
+# * ``EVEN`` is a ``tl.constexpr`` that the launcher sets when the row fills the tile
+#   exactly. Then ``(cols < n_cols) | EVEN`` is the constant ``True`` and the compiler
+#   removes the mask (what that changes is in the Engineering notes at the end).
+# * The row's offset is computed in 64-bit integers (``.to(tl.int64)``), so that
+#   ``row * n_cols`` cannot overflow 32 bits on a matrix of ``2**31`` values or more.
+# * The arithmetic runs in ``ACC``, float32 (float64 for float64 input), even for
+#   half-precision input; the result is rounded to the output's type once, on the store.
+# * ``_row_softmax`` divides once per row, ``1.0 / sum``, and multiplies every value by
+#   that reciprocal.
 #
-# A program that holds one row does three things in turn: it waits for the row, reduces
-# it, writes it. While it reduces, its share of memory bandwidth goes unused unless
-# another program on the multiprocessor is loading. At 32K values one program fills a
-# multiprocessor's registers, so there is no other program. The kernel for those rows
-# keeps one program per multiprocessor, walks over rows, and issues the next row's load
-# before reducing the current one. A GPU load does not stop the thread; only the first
-# use of the loaded value does, so the next row streams in during the reductions and the
-# store:
+# Rows longer than 16K values: a persistent kernel
+# ------------------------------------------------
+#
+# A program runs on one *multiprocessor* (SM), one of the GPU's compute units (an H200
+# has 132), and the programs running on a multiprocessor share its 65536 32-bit
+# registers. A row of more than 16K values takes a tile of 32K, and 32K float32 values
+# take 32768 registers, half of them; with the program's other values, no second
+# program fits beside it. A program that holds one row does three things in turn: it
+# waits for the row, reduces it, writes it. While it reduces, nothing on its
+# multiprocessor is loading.
+#
+# So for these rows the launcher starts a *persistent kernel*: a fixed number of
+# programs, here one per multiprocessor, each looping over many rows (its first row,
+# then every ``num_programs``-th row after it) instead of one program per row. Each
+# program issues the load of its next row before it reduces the current one. A GPU load
+# does not stop the thread that issues it; only the first use of the loaded value does,
+# so the next row can stream in while the current one is reduced and stored:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_prefetch_kernel
 #
-# Rows longer than 32K values do not fit in registers; they go to a second kernel that
-# reads each row twice, keeping a running maximum and a rescaled running sum in the
-# first pass (the "online softmax" that FlashAttention also uses). Reading twice need
-# not cost twice: a row of 64K bfloat16 values is 128 KiB, and if it is still in the
-# L2 cache when the second pass comes, only the first read reaches memory. Cache hints
-# on the loads (``eviction_policy``) ask the cache to keep the row until then and to
-# drop it afterwards:
+# Longer rows: online softmax
+# ---------------------------
+#
+# Rows of more than ``MAX_FUSED_COLS`` (32768) values do not fit in registers. The kernel
+# for them walks each row in tiles and reads it twice: a first pass finds the maximum and
+# the sum of exponentials, a second pass computes and writes the output.
+#
+# The first pass uses *online softmax* (Milakov and Gimelshein, 2018; FlashAttention
+# uses it too): the maximum and the sum in a single read. Walking the row tile by tile,
+# keep the largest value seen so far, ``m``, and the sum ``s`` of ``exp(x - m)`` over
+# the values seen so far. When a tile raises the maximum to ``m'``, every term already
+# in ``s`` was computed against the old ``m`` and is too large by the factor
+# ``exp(m' - m)``, so
+#
+# .. code-block:: text
+#
+#    m' = max(m, max(tile))
+#    s' = s * exp(m - m') + sum(exp(tile - m'))
+#
+# After the last tile, ``m`` is the row's maximum and ``s`` the softmax's denominator.
+# In plain PyTorch, on a row of ten values taken four at a time:
+
+import math
+
+import torch
+
+row = torch.tensor([0.5, 2.0, -1.0, 1.5, 3.0, 0.0, 4.0, -2.0, 1.0, 2.5], dtype=torch.float64)
+running_max, running_sum = -math.inf, 0.0
+for tile in row.split(4):
+    new_max = max(running_max, tile.max().item())
+    running_sum = running_sum * math.exp(running_max - new_max)
+    running_sum += torch.exp(tile - new_max).sum().item()
+    running_max = new_max
+    print(f"tile {tile.tolist()}: m = {running_max}, s = {running_sum:.6f}")
+print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row.max()).sum():.6f}")
+
+# %%
+# The Triton version of that loop is a helper shared with the cross-entropy page:
+#
+# .. literalinclude:: /kernels/online_softmax.py
+#    :pyobject: online_max_and_sum
+#
+# Reading the row twice need not cost two reads from memory. A row of 64K bfloat16
+# values is 128 KiB; if it is still in the L2 cache (the GPU's cache in front of memory,
+# shared by all multiprocessors) when the second pass comes, only the first pass reaches
+# memory. *Eviction hints* on the loads (``eviction_policy``) tell the cache which lines
+# to keep: ``"evict_last"`` in the first pass asks it to keep the row's lines, and
+# ``"evict_first"`` in the second marks them as the first to drop, since they are done
+# with:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_looped_kernel
 #
-# .. literalinclude:: /kernels/online_softmax.py
-#    :pyobject: online_max_and_sum
+# The launcher
+# ------------
+#
+# The launcher checks its input, picks one of the three kernels by row length and
+# launches it. ``num_warps`` sets how many *warps*, groups of 32 threads that execute
+# together, run each program; the one-row kernel gives each thread about
+# ``VALUES_PER_THREAD`` values of the row.
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: softmax
 
 # %%
 # Run it and check it
@@ -81,8 +157,6 @@ a short Triton kernel gets to the one-read-one-write limit.
 # The check runs each kernel path against ``torch.softmax`` evaluated in float64, on
 # row lengths that are not powers of two: one value, a short odd row, a row of 20,000
 # values for the prefetching kernel, and a row long enough for the looped kernel.
-
-import torch
 
 from kernels import softmax
 from kernels.bench import check, relative_error
@@ -120,26 +194,41 @@ from kernels.report import print_large_sizes
 large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
-# Our goals for a fused kernel at these sizes are 85% of the copy ceiling and at least
-# the speed of the faster PyTorch baseline; the last columns say, size by size, whether
-# the run recorded here reached them. The kernels beat both baselines by a wide margin,
-# because those make more than one pass over memory. The two lines under the table sum
-# up the run: against the ceiling, rows of 32K and 64K values have fallen short in
-# every build so far. What we know of the reasons:
+# The goals are the arguments of ``print_large_sizes``: a share of the copy ceiling and
+# a ratio to the faster PyTorch baseline. The table's header states them, its last
+# columns say, size by size, whether the run recorded here met them, and the two lines
+# under it sum up. The "copy" column is a plain copy of as many bytes as one call, timed
+# the same way: what a kernel that only moves those bytes reaches at that size.
 #
-# * at 32K values, a scratch copy of the prefetching kernel ran at 88% of the ceiling
-#   in four sweeps on an H200, and the kernel shown above at 80 to 82%, in earlier
-#   builds and in a sweep that timed both side by side on the same data. We have
-#   not found why: the two compile to the same machine code (we compared the SASS, the
-#   only differences are in how the first row's address is computed), take the same
-#   arguments and the same grid. Finding it is the next step for this size;
-# * at 64K values the second read of each row comes from L2 only as long as the cache
-#   keeps it; without the hints the looped kernel ran at about 70% of the ceiling;
-# * the harness flushes the L2 cache by writing zeros before each call, and each timed
-#   call then pays for writing that data back to memory. On calls of a few hundred
-#   megabytes that is a visible share, on the gigabyte-sized copy of the ceiling it is
-#   not; it weighs on every provider alike. The "copy" column measures it: a
-#   plain copy of as many bytes as one call, timed the same way.
+# The "Triton vs it" column is measured; its cause is not, on this page. In PyTorch's
+# source, its softmax reads a row from memory once when the row fits in on-chip memory,
+# and three times (for the maximum, the sum and the output) when it does not. Which of
+# those paths runs at each size, and how much of the ratio that explains, would take a
+# profile of both kernels.
+#
+# .. dropdown:: Engineering notes
+#
+#    **The mask and registers.** ptxas, the assembler that turns the PTX Triton emits
+#    into the GPU's machine code, decides how many registers each thread gets. With
+#    Triton 3.6, the version of the GPU build, it gives ``softmax_kernel`` at 16K values
+#    and 8 warps 113 registers a thread with the mask and 80 with ``EVEN`` (compiled for
+#    sm_90). A program of 8 warps is 256 threads, so a multiprocessor's 65536 registers
+#    hold two such programs at 113 registers a thread and three at 80. In a sweep on an
+#    H200 the kernel without the mask was the faster at 16K values, and 8 warps (64
+#    values a thread) were faster than 16, which is where ``VALUES_PER_THREAD`` comes
+#    from. The counts depend on the compiler: with Triton 3.9, ptxas gives 93 and 91.
+#
+#    **The division.** In the PTX, ``1.0 / tl.sum(...)`` on float32 is ``div.full.f32``,
+#    an approximate division (at most 2 units in the last place off, per NVIDIA's PTX
+#    manual); ``tl.math.div_rn`` is the correctly rounded one. With the multiplication
+#    that follows, each value can be a few float32 units in the last place away from a
+#    correctly rounded quotient, far below the rounding of a bfloat16 output.
+#
+#    **32K and 64K values.** In the builds so far these sizes fell short of the ceiling
+#    goal; the line under the table says whether they did in this one. At 64K values the
+#    eviction hints matter: without them the looped kernel was slower in a sweep on an
+#    H200 (its comment in ``kernels/softmax.py`` records by how much). At 32K values we
+#    have no measured explanation of the shortfall yet.
 #
 # Quiz
 # ----

@@ -4,70 +4,97 @@ LayerNorm, forward and backward
 
 Can a Triton LayerNorm, backward pass included, run at the speed of memory?
 
-LayerNorm normalises each row of activations to zero mean and unit variance, then
-scales and shifts it per feature:
-``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias``.
-Composed from PyTorch operations it needs a pass for the mean, a pass for the variance,
-and passes to centre, scale, multiply and add: each one a kernel that reads the whole
-matrix again. ``torch.nn.functional.layer_norm`` is one library kernel; a Triton kernel
-can match it and, in training, the backward pass is where the work is.
+LayerNorm is :doc:`RMSNorm <plot_04_rms_norm>` with two more terms: it subtracts each
+row's mean before scaling, and adds a bias per feature after. Each row of activations
+is normalised to zero mean and unit variance, then scaled and shifted:
+``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias``. Composed from PyTorch
+operations it is a kernel for the mean, kernels for the variance, and kernels to
+centre, scale, multiply and add, each reading the whole matrix again.
+``torch.nn.functional.layer_norm`` is the baseline we time. In training the backward
+pass runs too, and it moves more bytes than the forward pass.
 """
 
 # %%
 # The forward kernel
 # ------------------
 #
-# One program per row. The row is loaded once; the mean and the variance are reductions
-# over registers; the result is written once. Two numbers per row, the mean and the
-# inverse standard deviation ``rstd``, are stored for the backward pass, so that it
-# does not have to compute them again.
+# As for RMSNorm, one program per row. This kernel loads the row once, keeps it in
+# registers through both reductions, and writes the result once.
+#
+# .. code-block:: text
+#
+#    program r:
+#        x = load row r
+#        mean = sum(x) / n
+#        rstd = 1 / sqrt(sum((x - mean)**2) / n + eps)
+#        store (x - mean) * rstd * weight + bias into row r
+#        store mean and rstd                # two numbers, for the backward pass
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_forward_kernel
 #
-# Hidden sizes are usually powers of two, and then the row fills its tile exactly. The
-# launcher says so with ``EVEN``; the mask becomes the constant ``True`` and the compiler
-# drops it, with the predicate registers of every load and store. At 8K values ptxas
-# then gives a thread 64 registers instead of 80, more programs fit on a
-# multiprocessor, and in a sweep on an H200 the 8K point went from 87% to 93% of the
-# copy ceiling.
+# The mean and the variance are two reductions, one after the other, over the values the
+# program already holds: first the mean, then the mean of the squared differences from
+# it. That is the *two-pass* way to a variance; both passes run over registers, so the
+# row is still read from memory once. The one-pass formula ``mean(x**2) - mean(x)**2``
+# could sum ``x`` and ``x**2`` together, but it subtracts two large, nearly equal numbers when
+# the mean is large next to the spread, and loses precision. (A kernel that cannot hold
+# the whole row can use *Welford's algorithm* instead: it walks the row once, updating a
+# running mean and a running sum of squared differences from it as values arrive. This
+# kernel holds the row, so it does not need it.)
+#
+# Two details:
+#
+# * Padding lanes load 0, and ``tl.where(mask, x - mean, 0.0)`` keeps them at 0 after
+#   centring, so they add nothing to the variance; the means divide by the true row
+#   length ``n_cols``.
+# * ``EVEN`` works as on the :doc:`softmax page <plot_03_softmax>`: when the row fills
+#   its tile, the mask is the constant ``True`` and compiles away. Hidden sizes are
+#   often not powers of two (768, 5120, 7168, 12288), and then the mask stays.
+#
+# The forward kernel stores two numbers per row besides ``y``: the mean and the inverse
+# standard deviation ``rstd``. With them and ``x``, the backward pass can rebuild the
+# normalised row without reducing it again.
 #
 # The backward kernel
 # -------------------
 #
 # With ``x_hat = (x - mean) * rstd`` and ``g = dy * weight``, the gradients are
 #
-# * ``dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))``, a reduction per row;
-# * ``dweight = sum over rows of dy * x_hat`` and ``dbias = sum over rows of dy``,
+# * ``dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))``, means over the row: a
+#   reduction per row, like the forward pass;
+# * ``dweight = sum over rows of dy * x_hat`` and ``dbias = sum over rows of dy``:
 #   reductions over *columns*, across all rows.
 #
-# The first fits the row-per-program pattern. The second does not: if every row wrote
-# its own contribution, the kernel would write as much for ``dweight`` as for ``dx``.
-# So a fixed number of programs each walk over many rows (several at once when rows are
-# short), keep running sums of ``dweight`` and ``dbias`` in registers, and write one
-# partial sum each at the end:
+# The first fits the one-program-per-row pattern. The second does not: if every program
+# wrote its row's contribution to ``dweight`` and ``dbias``, the kernel would write twice
+# as much for them as for ``dx``. So the backward kernel is *persistent*, as on the
+# softmax page: a fixed number of programs, each walking over many rows (several at a
+# time when rows are short), keeps running sums of ``dweight`` and ``dbias`` in
+# registers and writes one partial sum of each at the end:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
 #
-# The ``dx`` formula is one helper, shared with the kernel below:
+# The ``dx`` formula is one helper, shared with a kernel below:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: _input_gradient
 #
-# A second, small kernel adds the partial sums up:
+# A second, small kernel adds up the partial sums, one strip of columns per program:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: column_sums_kernel
 #
-# That plan has a limit. A program's two partial sums are each as long as a row: at
-# 16384 values they take, with the row itself, more registers than a thread may have,
-# and the compiler moves some of them to memory (a "spill": ptxas reports a stack frame
-# of a few hundred bytes per thread), which made the kernel run at under half of the copy
-# ceiling.
-# For rows longer than ``FUSED_BACKWARD_MAX_COLS`` the launcher therefore splits the work
-# in two: one kernel writes ``dx``, a row per program, and another reads ``x`` and ``dy``
-# a second time in narrow strips of columns, whose partial sums are small:
+# Long rows: two kernels
+# ----------------------
+#
+# That plan has a limit. Each program's two partial sums are a row long and stay in
+# registers beside the row it works on, its gradient and the weight. Past
+# ``FUSED_BACKWARD_MAX_COLS`` values they no longer fit (the Engineering notes give the
+# register count), so for longer rows the launcher splits the work in two: one kernel
+# writes ``dx``, one row per program, and another reads ``x`` and ``dy`` a second time
+# in narrow strips of columns, whose partial sums are small:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_input_grad_kernel
@@ -75,14 +102,15 @@ can match it and, in training, the backward pass is where the work is.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_weight_grads_kernel
 #
-# Reading the inputs twice moves five row-sized arrays instead of three; each kernel
-# alone runs close to the copy ceiling, and the pair was faster than the fused kernel
-# there in our measurements. The launcher picks the plan:
+# Reading the inputs twice moves five row-sized arrays per row instead of three (two
+# reads each of ``x`` and ``dy``, one write of ``dx``). The launcher picks the plan by
+# row length:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: _backward
 #
-# Both are wired into autograd, so ``layer_norm(x, w, b).backward(dy)`` runs them:
+# The kernels are wired into autograd through a ``torch.autograd.Function``, so
+# ``layer_norm(x, w, b).backward(dy)`` runs them:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: LayerNormFunction
@@ -119,7 +147,8 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 # Measure the forward pass
 # ------------------------
 #
-# 16384 rows (tokens); the hidden size grows from 512 to 16384, in bfloat16.
+# 16384 rows (tokens); the hidden size grows from 512 to 16384 in powers of two, in
+# bfloat16.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -145,37 +174,51 @@ large = print_large_sizes(backward, baseline_goal=1.0)
 # Read the figures
 # ----------------
 #
-# Our goals: for the forward pass, 85% of the copy ceiling and at least the speed of the
-# faster baseline; for the backward pass, at least the faster baseline. The tables say,
-# size by size, whether the run recorded here reached them.
+# The goals are the arguments of ``print_large_sizes``: for the forward pass a share of
+# the copy ceiling and a ratio to the faster baseline, for the backward pass the ratio
+# alone. Each table's header states them, and the lines under it say where the run
+# recorded here met them.
 #
-# The forward kernel is one read and one write, the same shape of work as a copy, and
-# ``torch.compile`` generates a kernel of the same shape: at large hidden sizes the two
-# are close to each other and to the ceiling, and which one is ahead changes from size
-# to size by a few percent. The "copy" column is a copy that moves as many
-# bytes as one call, timed the same way: it is what a perfect kernel of that size could
-# expect, and at these sizes it is itself a few percent short of the ceiling.
+# The forward kernel is one read and one write, the same shape of work as a copy, so
+# the "copy" column, a copy of as many bytes as one call timed the same way, is what it
+# can hope for at each size. ``torch.compile`` generates a fused kernel of its own; the
+# "Triton vs it" column compares the two, size by size.
 #
-# Where the forward kernel trails ``torch.compile`` (the line under the forward table
-# says where), the gap is small and comes from the shape of our kernel: one program
-# holds a whole row, so few programs fit on a multiprocessor, and while a program
-# computes its two reductions (the mean, then the variance) its multiprocessor has
-# fewer loads in flight. ``torch.compile`` walks the row in tiles of 2048 values
-# instead, with a running (Welford) mean and variance, and reads the row a second time,
-# from cache, for the output. Limiting the registers so that two programs fit,
-# prefetching the next row, reading the row twice as RMSNorm does, and our own tiled
-# two-pass version did not close the gap in our sweeps (the best reached 94% of the
-# ceiling, ``torch.compile`` 97%).
+# The backward rate counts three row-sized arrays. At the largest hidden size the
+# two-kernel plan moves five, so against that count it can reach three fifths of the
+# ceiling at most: its distance from the ceiling there is by construction, and the
+# comparison that counts is the one with the baselines. At small hidden sizes, compare
+# the main line, the GPU's time alone, with the lighter call-time line of the same
+# colour: the gap between them is the time of the host's side of a call (autograd,
+# launches, allocations). The goals are judged on the GPU's time, which does not depend
+# on the speed of the machine that launches the work.
 #
-# The backward pass moves three row-sized arrays at least. At small hidden sizes the
-# whole pass takes a few tens of microseconds on the GPU, and the Python work around it
-# (autograd, launches, allocations) takes longer: compare the main line, the GPU's time
-# alone, with the lighter call-time line of the same colour. PyTorch's backward, launched
-# from C++, loses less to its host. The goals are judged on the GPU's time, which does
-# not change with the speed of the machine that launches the work. At the largest
-# hidden size the two-kernel plan reads ``x`` and ``dy`` twice, so its rate against the
-# three-array count stays far from the ceiling, yet it is ahead of both baselines, which
-# also read them more than once.
+# .. dropdown:: Engineering notes
+#
+#    **The mask and registers.** ptxas, the assembler that turns the PTX Triton emits
+#    into the GPU's machine code, decides how many registers each thread gets. With
+#    Triton 3.6, the version of the GPU build, the forward kernel at 8K values and 8
+#    warps (256 threads) gets 80 registers a thread with the mask and 64 with ``EVEN``
+#    (compiled for sm_90): a multiprocessor's 65536 registers hold three such programs
+#    with the mask and four without. In a sweep on an H200 the 8K point ran faster
+#    without the mask. With Triton 3.9 both versions get 64 registers: the counts
+#    depend on the compiler.
+#
+#    **Why the fused backward kernel stops at** ``FUSED_BACKWARD_MAX_COLS``. At 16384
+#    values the fused kernel would run with 16 warps, 512 threads a program. All 512
+#    threads of a program run on one multiprocessor at once and share its 65536
+#    registers, so each can have at most 65536 / 512 = 128 (255 is the most any thread
+#    can have, a limit of the instruction set, not the one that binds here). A row-sized array is
+#    16384 / 512 = 32 values a thread, and ``x``, ``dy``, the weight and the two partial
+#    sums already make five of them, 160 registers. ptxas (Triton 3.6) gives the kernel
+#    128 registers and keeps the rest in a per-thread stack in memory, a *spill*: a
+#    264-byte stack frame. In sweeps on an H200 the spilling kernel ran far below the
+#    copy ceiling there, and the two-kernel plan was faster.
+#
+#    **Where torch.compile is ahead.** We have no measured explanation. Limiting the
+#    registers so that two programs share a multiprocessor, loading the next row early,
+#    and reading the row twice as the RMSNorm kernel does did not close the gap in
+#    sweeps on an H200.
 #
 # Quiz
 # ----

@@ -5,43 +5,87 @@ Fused cross-entropy
 How much memory and time does a language model's loss take when the softmax over the
 vocabulary is never written down?
 
-The last layer of a language model produces, for each token, one logit per word of the
-vocabulary: with 4096 tokens and a vocabulary of 128K words, 512M logits, a gigabyte in
-bfloat16. The loss is
-``mean over tokens of (logsumexp(logits) - logits[target])``.
-``torch.nn.functional.cross_entropy`` computes ``log_softmax`` of the whole matrix,
-keeps it for the backward pass, and then picks one value per row: a second matrix as
-big as the logits, written, kept and read again.
+A language model reads a sequence of tokens, pieces of text from a fixed vocabulary,
+and at each position predicts the next one. Its last layer produces, for each position,
+one logit (an unnormalised score) per token of the vocabulary: with 4096 positions and
+a vocabulary of 131072 tokens, 2**29 logits, 1 GiB in bfloat16. The loss is the mean,
+over positions, of ``logsumexp(logits) - logits[target]``, where ``target`` is the token
+that actually comes next and ``logsumexp(x) = log(sum(exp(x)))``.
+
+``torch.nn.functional.cross_entropy`` computes ``log_softmax`` of the whole matrix and
+then picks one value per row (``cross_entropy_loss`` in PyTorch's
+``aten/src/ATen/native/LossNLL.cpp``), and autograd keeps that ``log_softmax`` matrix
+for the backward pass: a second matrix as big as the logits, written, kept and read
+again.
 """
 
 # %%
+# The plan
+# --------
+#
+# A row's loss needs only two numbers from the row: its logsumexp and the logit of its
+# target. The logsumexp is a reduction, and the :doc:`softmax page <plot_03_softmax>`
+# showed how to compute it in one read of the row, however long: *online softmax*. Keep
+# the largest logit seen so far, ``m``, and the sum ``s`` of ``exp(x - m)`` over the
+# logits seen so far. When a tile of logits raises the maximum, multiply ``s`` by
+# ``exp(m_old - m_new)`` first, so that every term is measured against the same
+# maximum. After the last tile, ``logsumexp = m + log(s)``.
+#
+# .. code-block:: text
+#
+#    forward, program r:
+#        m, s = online max and sum over row r, tile by tile    # one read
+#        lse = m + log(s)
+#        store loss[r] = lse - logits[r, target[r]], and lse[r]
+#
+#    backward, program r:
+#        for each tile of row r:                                # one read
+#            p = exp(logits - lse[r])                           # softmax, recomputed
+#            store (p - onehot(target)) * scale                 # one write
+#
 # The forward kernel
 # ------------------
 #
-# Each program streams one row in tiles, keeping a running maximum and a running sum of
-# ``exp(x - max)`` that it rescales when the maximum grows: the *online logsumexp*. At
-# the end it looks up the target's logit and stores two numbers per row: the loss and
-# the logsumexp.
-#
-# .. literalinclude:: /kernels/cross_entropy.py
-#    :pyobject: cross_entropy_forward_kernel
-#
-# The running maximum and sum come from a helper that the softmax page's kernel for
-# very long rows shares:
+# Each program streams one row in tiles of ``BLOCK_SIZE`` logits. The running maximum
+# and sum come from the helper that the softmax page's kernel for long rows uses:
 #
 # .. literalinclude:: /kernels/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
+# Then the program looks up its target's logit and stores two numbers: the row's loss
+# and its logsumexp. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
+# get a loss of 0 and do not count in the mean:
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: cross_entropy_forward_kernel
+#
+# A second kernel, run as a single program, adds up the row losses and divides by the
+# number of rows that count:
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: mean_loss_kernel
+#
 # The backward kernel
 # -------------------
 #
-# The gradient of the loss with respect to a logit is the softmax probability, minus
-# one at the target, divided by the number of rows that count. With the logsumexp saved,
-# the probability is ``exp(x - lse)``: the backward kernel reads the logits once and
-# writes the gradient once, and no softmax matrix ever exists.
+# The gradient of the loss with respect to a logit is the softmax probability of its
+# token, minus one at the target, divided by the number of rows that count, times the
+# gradient that arrives from after the loss (1 when the loss is the last step). With the
+# logsumexp saved, the probability is ``exp(x - lse)``: the backward kernel reads the
+# logits once and writes the gradient once, and no softmax matrix ever exists.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_backward_kernel
+#
+# The gradient goes into a new buffer, ``dlogits``, as big as the logits: the
+# ``autograd.Function`` below allocates it with ``torch.empty_like(logits)``. Two
+# known designs avoid that buffer, and this kernel uses neither. Liger-Kernel computes
+# the gradient during the forward pass and writes it over the logits themselves (an
+# in-place gradient; the logits are then gone, which is fine when nothing else needs
+# them). A fused linear cross-entropy (Liger-Kernel's
+# ``LigerFusedLinearCrossEntropyLoss``, Apple's Cut Cross-Entropy) goes further: it
+# computes the logits from the last hidden states and the output weights piece by
+# piece, inside the loss, so the full logit matrix itself is never stored.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: CrossEntropyFunction
@@ -83,9 +127,10 @@ except ValueError as error:
 # Measure it
 # ----------
 #
-# 4096 tokens; the vocabulary grows from 1K to 128K, in bfloat16. The forward rate counts
-# one read of the logits; the backward rate a read of the logits and a write of their
-# gradient.
+# 4096 rows (token positions); the vocabulary grows from 1024 to 131072 tokens, in
+# bfloat16. The forward
+# rate counts one read of the logits; the backward rate a read of the logits and a
+# write of their gradient.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
@@ -112,34 +157,39 @@ figure = plot_peak_memory(forward)
 print_peak_memory(forward)
 
 # %%
-# Every provider must allocate the gradient of the logits, as big as the logits; the
-# fused kernel allocates nothing else of that size, while PyTorch eager also holds the
-# ``log_softmax`` matrix and more. ``torch.compile`` fuses the loss too, and at most
-# sizes needs no more memory than the Triton kernel.
+# Every provider measured here allocates the gradient of the logits, as big as the
+# logits; the fused kernel allocates nothing else of that size, while PyTorch eager
+# also holds the ``log_softmax`` matrix, among others. For the Triton kernel the peak
+# is, by design, that gradient buffer (4096 rows times the vocabulary, two bytes each)
+# and a few numbers per row: the memory an in-place gradient would save as well.
 #
-# On speed, the fused kernels are more than twice as fast as PyTorch eager at large
-# vocabularies and ahead of ``torch.compile``. The lines under the forward table say
-# where the forward kernel reaches our 85% ceiling goal; at 32K logits a row it has
-# fallen short in every build so far. What we measured of the reasons, in sweeps on an
-# H200:
+# On speed, the goals are the arguments of ``print_large_sizes``: for the forward pass
+# a share of the copy ceiling and a ratio to the faster baseline, for the backward pass
+# the ratio alone. Each table's header states them, and the lines under it say where
+# the run recorded here met them. The "copy" column is a copy of as many bytes as one
+# call, timed the same way.
 #
-# * a call is two kernels: the row losses, then their mean, which one program
-#   computes. At 32K logits the first alone ran at 80% of the ceiling and the pair at
-#   74%; reading 4096 rows at once with 16 warps, instead of looping over 1024 rows with
-#   4, took the mean from about 7 to about 4 microseconds;
-# * the first kernel only reads, so its limit is the read rate of a kernel with its
-#   shape. A probe with the same tiles that only sums the logits reached 87% of the
-#   ceiling at 32K and 94 to 97% at 64K; the rest is the online logsumexp itself, whose
-#   steps (maximum, then ``exp``, then sum, then the next tile) each wait for the one
-#   before.
-#   Keeping a running maximum and sum per lane instead, with one reduction at the end,
-#   needed a second ``exp`` per logit (or a ``where`` on every lane) and was slower;
-# * the host is not what holds 32K back: the main lines are the GPU's time alone. The
-#   lighter lines add the Python side of a call (checks, autograd, two launches, four
-#   allocations), which weighs at small vocabularies and not from 32K logits on;
-# * the harness flushes the L2 cache by writing zeros before each timed call, and the
-#   write-back of those zeros competes with the call's reads; the "copy" column shows
-#   what that costs a copy of the same number of bytes.
+# .. dropdown:: Engineering notes
+#
+#    **The forward call is two kernels**: the row losses, then their mean, which one
+#    program computes. Reading 4096 rows at once with 16 warps, instead of looping over
+#    1024 rows at a time with 4, shortened the mean kernel in a sweep on an H200 (the
+#    comment beside ``MEAN_BLOCK`` in ``kernels/cross_entropy.py`` records by how much).
+#
+#    **Where the forward kernel falls short of the ceiling goal** (the line under the
+#    forward table says where; at 32K logits a row in every build so far): the first
+#    kernel only reads, so its limit is the read rate of a kernel of its shape. In
+#    sweeps on an H200 at 32K, the row-loss kernel alone ran faster than the pair, and
+#    a probe with the same tiles that only sums the logits faster still. What separates
+#    the probe from the kernel is the online logsumexp's arithmetic, whose steps (the
+#    maximum, then ``exp``, then the sum, then the next tile) depend on one another.
+#    Keeping a running maximum and sum per
+#    lane instead, with one reduction at the end, needed a second ``exp`` per logit (or
+#    a ``where`` on every lane) and was slower.
+#
+#    **The host** is not what holds 32K back: the main lines are the GPU's time alone.
+#    The lighter lines add the Python side of a call (checks, autograd, two launches,
+#    four allocations), which weighs at small vocabularies.
 #
 # Quiz
 # ----
