@@ -27,6 +27,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "quiz",
     "course_build",
+    "downloads",
 ]
 
 root_doc = "docs/index"

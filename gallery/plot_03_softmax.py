@@ -189,12 +189,13 @@ figure = plot_measurement(measurement)
 # The table lists the sizes where one call moves at least 256 MB, enough work to keep
 # every multiprocessor busy, so that the copy ceiling is a fair yardstick.
 
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
-large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table = results_table(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table
 
 # %%
-# The goals are the arguments of ``print_large_sizes``: a share of the copy ceiling and
+# The goals are the arguments of ``results_table``: a share of the copy ceiling and
 # a ratio to the faster PyTorch baseline. The table's header states them, its last
 # columns say, size by size, whether the run recorded here met them, and the two lines
 # under it sum up. The "copy" column is a plain copy of as many bytes as one call, timed

@@ -152,11 +152,12 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
 forward = measure_or_load(layer_norm.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(forward, ceiling_goal=0.85, baseline_goal=1.0)
+table = results_table(forward, ceiling_goal=0.85, baseline_goal=1.0)
+table
 
 # %%
 # Measure the backward pass
@@ -168,13 +169,14 @@ large = print_large_sizes(forward, ceiling_goal=0.85, baseline_goal=1.0)
 
 backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(backward, baseline_goal=1.0)
+table = results_table(backward, baseline_goal=1.0)
+table
 
 # %%
 # Read the figures
 # ----------------
 #
-# The goals are the arguments of ``print_large_sizes``: for the forward pass a share of
+# The goals are the arguments of ``results_table``: for the forward pass a share of
 # the copy ceiling and a ratio to the faster baseline, for the backward pass the ratio
 # alone. Each table's header states them, and the lines under it say where the run
 # recorded here met them.

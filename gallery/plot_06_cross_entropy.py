@@ -134,16 +134,18 @@ except ValueError as error:
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import print_large_sizes, print_peak_memory
+from kernels.report import print_peak_memory, results_table
 
 forward = measure_or_load(cross_entropy.BENCHMARK)
 figure = plot_measurement(forward)
-large = print_large_sizes(forward, ceiling_goal=0.85, baseline_goal=1.0)
+table = results_table(forward, ceiling_goal=0.85, baseline_goal=1.0)
+table
 
 # %%
 backward = measure_or_load(cross_entropy.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-large = print_large_sizes(backward, baseline_goal=1.0)
+table = results_table(backward, baseline_goal=1.0)
+table
 
 # %%
 # Memory
@@ -163,7 +165,7 @@ print_peak_memory(forward)
 # is, by design, that gradient buffer (4096 rows times the vocabulary, two bytes each)
 # and a few numbers per row: the memory an in-place gradient would save as well.
 #
-# On speed, the goals are the arguments of ``print_large_sizes``: for the forward pass
+# On speed, the goals are the arguments of ``results_table``: for the forward pass
 # a share of the copy ceiling and a ratio to the faster baseline, for the backward pass
 # the ratio alone. Each table's header states them, and the lines under it say where
 # the run recorded here met them. The "copy" column is a copy of as many bytes as one

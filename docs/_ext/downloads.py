@@ -1,0 +1,179 @@
+"""Downloads that stand on their own: the gallery's ``.py`` and ``.ipynb`` files as a
+reader gets them, with the kernel code the page shows and the quiz's questions written
+out, and figures that a script run from a terminal saves.
+
+sphinx-gallery offers each example's own text for download, so a download would hold
+``.. literalinclude:: /kernels/...`` where the page shows the kernel, and
+``.. quiz:: name`` where it shows the quiz. Once the site is written, this module
+rewrites the copies under ``_downloads/``: the sources and the pages stay as they are.
+"""
+
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.directives.code import LiteralIncludeReader
+
+from quiz.bank import load_bank
+from quiz.directive import LETTERS
+
+ROOT = Path(__file__).resolve().parents[2]
+QUIZ_DIR = ROOT / "quiz"
+
+# A directive in reStructuredText, with the indentation it sits at and its option lines.
+_DIRECTIVE = re.compile(
+    r"^(?P<indent>[ ]*)\.\. (?P<name>literalinclude|quiz):: *(?P<argument>\S+)[ ]*\n"
+    r"(?P<options>(?:(?P=indent)[ ]+:[\w-]+:.*\n)*)",
+    re.MULTILINE,
+)
+_OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
+
+# Appended to a downloaded script: run from a terminal, it saves what it drew.
+SAVE_FIGURES = """# %%
+# Run as a script, this example saves each figure it drew next to itself, and shows
+# them where there is a screen.
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+for number in plt.get_fignums():
+    plt.figure(number).savefig(f"{Path(__file__).stem}_{number}.png")
+    print(f"saved {Path(__file__).stem}_{number}.png")
+plt.show()
+"""
+
+
+def included_code(path: str, options: dict[str, str], config: Config) -> str:
+    """What ``.. literalinclude:: path`` with ``options`` shows, read as Sphinx reads it."""
+    code, _ = LiteralIncludeReader(str(ROOT / path.lstrip("/")), options, config).read()
+    return code
+
+
+def quiz_text(name: str) -> str:
+    """A bank's questions and options as reStructuredText, in the page's order; the
+    answers open on the page."""
+    bank = load_bank(QUIZ_DIR / f"{name}.yaml")
+    lines = ["The quiz (open the answers on this example's page):", ""]
+    for number, question in enumerate(bank.questions, 1):
+        lines += [f"{number}. {' '.join(question.question.split())}", ""]
+        options = question.shuffled_options()  # the page's order and letters
+        for letter, option in zip(LETTERS[: len(options)], options, strict=True):
+            lines.append(f"   {letter}. {' '.join(option.text.split())}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def expand_directives(rst: str, config: Config, *, fenced: bool) -> str:
+    """``rst`` with each literalinclude replaced by the code it includes (a code block,
+    or a Markdown fence if ``fenced``) and each quiz by its questions."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group("indent")
+        options = dict(_OPTION.findall(match.group("options")))
+        if match.group("name") == "quiz":
+            body = quiz_text(match.group("argument"))
+        else:
+            code = included_code(match.group("argument"), options, config).rstrip("\n")
+            if fenced:
+                body = f"```python\n{code}\n```"
+            else:
+                body = ".. code-block:: python\n\n" + _indented(code, "   ")
+        return _indented(body, indent) + "\n"
+
+    return _DIRECTIVE.sub(replace, rst)
+
+
+def _indented(text: str, indent: str) -> str:
+    return "\n".join(indent + line if line else line for line in text.split("\n"))
+
+
+def whole_script(source: str, config: Config) -> str:
+    """A gallery script as a reader downloads it: directives in its prose expanded,
+    figures saved at the end."""
+    out, block = [], []
+
+    def flush() -> None:
+        # A run of comment lines is prose: expand it without the "# " and put it back.
+        if block:
+            text = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in block)
+            expanded = expand_directives(text + "\n", config, fenced=False)
+            out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
+            block.clear()
+
+    for line in source.split("\n"):
+        if line.startswith("#") and not line.startswith("# %%"):
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    script = "\n".join(out).rstrip("\n") + "\n"
+    # A file rewritten by an earlier build keeps its one copy.
+    return script if script.endswith(SAVE_FIGURES) else f"{script}\n\n{SAVE_FIGURES}"
+
+
+def whole_notebook(source: str, config: Config) -> str:
+    """A gallery notebook as a reader downloads it: directives in its Markdown cells
+    expanded."""
+    notebook = json.loads(source)
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = expand_directives("".join(cell["source"]), config, fenced=True)
+            cell["source"] = text.splitlines(keepends=True)
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
+def _rewrite_zip(data: bytes, rewrite: Callable[[str, str], str]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as old, zipfile.ZipFile(out, "w") as new:
+        for item in old.infolist():
+            content = old.read(item)
+            if item.filename.endswith((".py", ".ipynb")):
+                content = rewrite(item.filename, content.decode("utf-8")).encode("utf-8")
+            new.writestr(item, content)
+    return out.getvalue()
+
+
+def rewrite_download(path: Path, config: Config) -> None:
+    """Make one downloadable file of the gallery whole, in place."""
+
+    def rewrite(name: str, text: str) -> str:
+        return (
+            whole_notebook(text, config) if name.endswith(".ipynb") else whole_script(text, config)
+        )
+
+    if path.suffix == ".zip":
+        path.write_bytes(_rewrite_zip(path.read_bytes(), rewrite))
+    else:
+        path.write_text(rewrite(path.name, path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+def gallery_downloads(outdir: Path) -> list[Path]:
+    """The gallery's downloadable files in a built site."""
+    return sorted(
+        path
+        for suffix in ("py", "ipynb", "zip")
+        for path in (outdir / "_downloads").glob(f"*/plot_*.{suffix}")
+    )
+
+
+def make_downloads_whole(app: Sphinx, exception: Exception | None) -> None:
+    """After a successful HTML build, rewrite each gallery download (see the module)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in gallery_downloads(Path(app.outdir)):
+        rewrite_download(path, app.config)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Rewrite the gallery's downloads once the site is written."""
+    app.connect("build-finished", make_downloads_whole)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,108 @@
+"""Downloads that stand on their own: the kernel code and quiz questions written out, the
+figures saved when run as a script; and every downloaded script of the built site runs
+from a folder outside the clone."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, DocsBuild
+from sphinx.config import Config
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import downloads
+
+CONFIG = Config({}, {})
+SCRIPT = '''"""
+Title
+=====
+"""
+
+# %%
+# The kernel:
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add_kernel
+#
+# .. dropdown:: Engineering notes
+#
+#    .. literalinclude:: /kernels/vector_add.py
+#       :pyobject: add
+
+x = 1
+
+# %%
+# .. quiz:: vector_add
+'''
+
+
+def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
+    whole = downloads.whole_script(SCRIPT, CONFIG)
+    assert "literalinclude" not in whole and ".. quiz::" not in whole
+    assert (
+        "#    def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in whole
+    )
+    # Inside the dropdown, the code block keeps the dropdown's indentation.
+    assert "#    .. code-block:: python\n#\n#       def add(" in whole
+    assert "# 1. With `BLOCK_SIZE = 1024`" in whole
+    assert whole.count("x = 1") == 1
+    compile(whole, "whole.py", "exec")
+    # Rewriting again changes nothing (a build may find a file it rewrote before).
+    assert downloads.whole_script(whole, CONFIG) == whole
+
+
+def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
+        "The kernel:\n", "\n", ".. literalinclude:: /kernels/vector_add.py\n",
+        "   :pyobject: add_kernel\n", "\n", ".. quiz:: vector_add\n"]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 0}  # fmt: skip
+    whole = json.loads(downloads.whole_notebook(json.dumps(notebook), CONFIG))
+    text = "".join(whole["cells"][0]["source"])
+    assert "```python\n@triton.jit\ndef add_kernel(" in text
+    assert "literalinclude" not in text and ".. quiz::" not in text and "1. With" in text
+
+
+def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
+    path = tmp_path / "plot_x.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("plot_x.py", SCRIPT)
+    downloads.rewrite_download(path, CONFIG)
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as archive:
+        assert "literalinclude" not in archive.read("plot_x.py").decode()
+
+
+def test_an_unknown_bank_in_a_download_names_it() -> None:
+    with pytest.raises(Exception, match="nosuchbank"):
+        downloads.whole_script("# .. quiz:: nosuchbank\n", CONFIG)
+
+
+def test_every_downloaded_script_runs_outside_the_clone(
+    docs_build: DocsBuild, tmp_path: Path
+) -> None:
+    assert docs_build.returncode == 0, docs_build.log[-3000:]
+    files = downloads.gallery_downloads(docs_build.html)
+    scripts = [path for path in files if path.suffix == ".py"]
+    assert len(scripts) == len(list((ROOT / "gallery").glob("plot_*.py")))
+    for path in files:
+        if path.suffix != ".zip":
+            text = path.read_text(encoding="utf-8")
+            assert "literalinclude" not in text and "quiz::" not in text, path
+    # The course comes from the clone (on the path, as an install would put it); the
+    # script runs in a folder of its own, as a reader's download would.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    for script in scripts:
+        folder = tmp_path / script.stem
+        folder.mkdir()
+        copy = folder / script.name
+        copy.write_text(script.read_text(encoding="utf-8"), encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, copy.name], cwd=folder, env=env, capture_output=True, text=True,
+            timeout=600,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{script.name}:\n{result.stderr[-3000:]}"
+        assert sorted(p.name for p in folder.glob("*.png")), f"{script.name} saved no figure"
