@@ -4,43 +4,136 @@ Low-memory dropout
 
 What does it cost to regenerate a dropout mask instead of storing it?
 
-Dropout zeroes each activation with probability ``p`` during training and scales the
-survivors by ``1 / (1 - p)``. The backward pass must zero the same positions, so
-PyTorch keeps the mask: one byte per element, written in the forward pass and read in
-the backward. A Triton kernel can instead draw its random numbers from a
-*counter-based* generator: the random number for element ``i`` is a pure function of a
-seed and ``i``. Nothing needs storing but the seed.
+*Dropout* is a way to regularise a network during training: each activation is set to
+zero with probability ``p``, and the survivors are multiplied by ``1 / (1 - p)`` so that
+each output keeps, on average, the value of its input. In PyTorch it is
+``torch.nn.functional.dropout(x, p, training=True)``.
+
+The backward pass must zero the gradient at the same positions, so PyTorch keeps the
+*mask*, which elements survived: one byte per element, written in the forward pass and
+read in the backward. The kernel on this page keeps no mask at all. It draws its random
+numbers in a way that can be repeated exactly, so the backward pass makes the same
+mask again.
 """
 
 # %%
+# Random numbers on a GPU
+# -----------------------
+#
+# Most random number generators, such as the Mersenne Twister behind Python's
+# ``random`` module, carry a *state* that each draw updates: each number comes from the
+# state the draw before it left. Thousands of GPU threads drawing at once would have to
+# take turns on one such state.
+#
+# A *counter-based* generator has no state to update. It is a fixed function that
+# scrambles two inputs into random-looking bits, much as a hash function does:
+#
+# .. code-block:: text
+#
+#    random bits = f(seed, counter)
+#
+# The *seed* chooses a sequence of numbers, and the *counter* chooses a position in it;
+# Triton calls the counter the *offset*. Any thread can compute the number at any
+# position directly, in any order, and the same seed and counter always give the same
+# bits. That is what lets dropout do without a stored mask: the backward pass calls the
+# function again with the same seed and counters.
+#
+# Triton ships *Philox4x32-10*, the generator of Salmon et al. (2011). Its input is a
+# counter of four 32-bit words and a key of two 32-bit words, the low and high halves of
+# a 64-bit seed. Ten rounds scramble them. Each round multiplies two of the four words
+# by fixed constants, keeps both the high and the low 32 bits of each 64-bit product,
+# combines the high halves with the other two words and the key by exclusive-or (XOR),
+# and adds constants to the key. One call returns four 32-bit random numbers. In a
+# kernel:
+#
+# * ``tl.randint4x(seed, offsets)`` runs Philox on a tile of counters, each
+#   ``(offset, 0, 0, 0)`` for a 32-bit offset, and returns four tiles of random 32-bit
+#   integers;
+# * ``tl.rand(seed, offsets)`` returns one tile of floats in [0, 1), made from the first
+#   of the four numbers.
+#
+# ``kernels/dropout.py`` also holds Philox written in plain PyTorch integer arithmetic,
+# ``philox4x32``, without Triton; the check below uses it. Here it shows the two
+# properties that matter: a seed and a counter always give the same four numbers, and
+# neighbouring counters or seeds give unrelated ones.
+
+import torch
+
+from kernels.dropout import philox4x32
+
+counters = torch.arange(3)
+for seed in (42, 42, 7):
+    numbers = torch.stack(philox4x32(counters, seed), dim=1)
+    for counter, row in zip(counters.tolist(), numbers.tolist(), strict=True):
+        print(f"seed {seed:>2}, counter {counter}: " + " ".join(f"{n:08x}" for n in row))
+
+# %%
+# Each line is one Philox call: four 32-bit numbers, in hexadecimal. The first two
+# blocks are equal, as they must be; the third, with another seed, is not.
+#
+# The plan
+# --------
+#
+# Each program handles a tile of ``BLOCK_SIZE`` elements. One Philox call gives four
+# numbers, so a program needs ``BLOCK_SIZE / 4`` counters. It splits its tile into four
+# quarters and gives each quarter one of the four numbers of each counter:
+#
+# .. code-block:: text
+#
+#    for each program pid, in parallel:
+#        counters = pid * BLOCK_SIZE/4 + [0, 1, ..., BLOCK_SIZE/4 - 1]
+#        r0, r1, r2, r3 = philox(seed, counters)       # four numbers per counter
+#        for q in 0, 1, 2, 3:                          # the four quarters of the tile
+#            offsets = pid * BLOCK_SIZE + q * BLOCK_SIZE/4 + [0, 1, ..., BLOCK_SIZE/4 - 1]
+#            keep = uniform(r_q) > p                   # true with probability 1 - p
+#            out[offsets] = x[offsets] / (1 - p) where keep, else 0
+#
+# The counters of program ``pid`` follow those of program ``pid - 1``, so no two
+# programs use the same counter, and every element gets a number of its own.
+#
 # The kernel
 # ----------
-#
-# Triton's ``randint4x`` runs the Philox generator on a block of counters and returns
-# four independent 32-bit random numbers per counter, so each program draws a quarter
-# as many numbers as it has elements and uses each set for one quarter of its tile.
 #
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: dropout_kernel
 #
+# ``QUARTER`` is a ``tl.constexpr`` computed from ``BLOCK_SIZE``, so its value is known
+# at compile time too. ``tl.randint4x`` returns the four tiles ``r0`` to ``r3``, and the
+# kernel calls a helper once per quarter. A ``@triton.jit`` function called from a
+# kernel is compiled into it, so the helper costs no call at run time:
+#
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: _dropout_quarter
 #
-# The backward pass is the same kernel applied to the incoming gradient with the same
-# seed: the mask comes back bit for bit.
+# ``tl.uint_to_uniform_float`` turns 32 random bits into a float spread evenly over
+# [0, 1); it exceeds ``p`` with probability ``1 - p``, and those elements are kept.
+# ``scale`` is ``1 / (1 - p)``, computed once by the launcher; ``tl.where`` picks the
+# scaled value or zero lane by lane. The mask ``offsets < n_elements`` keeps the last
+# tile inside the vector, as in the vector addition; it is not the dropout mask.
+#
+# Each element costs a quarter of a Philox call, against a whole call per element with
+# ``tl.rand``. The launcher passes ``seed`` as an argument, and the backward pass runs
+# the same kernel on the incoming gradient with the same seed and ``p``, which gives the
+# same mask. In PyTorch this is a ``torch.autograd.Function`` (see the lesson on using a
+# kernel inside PyTorch) that saves ``p`` and the seed instead of a mask:
 #
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: DropoutFunction
+#
+# The same seed gives the same mask every time, so a training loop must give each call
+# its own seed: two layers or two steps given one seed drop the same elements. PyTorch's own
+# generator on a GPU is Philox too: it keeps a seed and an offset, and moves the offset
+# forward after each call so that the next call draws new numbers. This kernel leaves
+# the choice of seed to its caller.
 
 # %%
 # Run it and check it
 # -------------------
 #
 # A random operation cannot be checked against another random operation, so the check
-# is exact instead: ``keep_mask`` recomputes the Philox generator in plain PyTorch
-# integer arithmetic, without Triton, and the kernel must match it bit for bit.
-
-import torch
+# is exact instead: ``keep_mask`` computes the kernel's mask with ``philox4x32``, the
+# plain PyTorch version above, and the kernel's output must match the result. A single
+# element dropped or kept wrongly would show as a large relative error.
 
 from kernels import dropout
 from kernels.bench import check
@@ -54,7 +147,7 @@ for n_elements in (1, 1000, 4097):
 # The same seed gives the same mask; another seed, another mask. The share of zeros is
 # close to ``p``.
 
-x = torch.randn(1_000_000, device=kernel_device())
+x = torch.randn(2**18, device=kernel_device())
 first = dropout.dropout(x, p=0.3, seed=42)
 again = dropout.dropout(x, p=0.3, seed=42)
 other = dropout.dropout(x, p=0.3, seed=43)
@@ -70,16 +163,19 @@ print(f"share of zeros with p = 0.3: {(first == 0).float().mean().item():.4f}")
 # pass. Its size, next to what this kernel keeps:
 
 output, mask = torch.ops.aten.native_dropout(x, 0.3, True)
-print(f"activations: {x.nbytes / 1e6:.1f} MB; PyTorch keeps a {mask.dtype} mask of "
-      f"{mask.nbytes / 1e6:.1f} MB for backward; this kernel keeps one 8-byte seed")  # fmt: skip
+print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
+      f"{mask.nbytes:,} bytes for backward; this kernel keeps one 8-byte seed")  # fmt: skip
 
 # %%
 # Measure it
 # ----------
 #
-# One float32 vector, from 2**16 to 2**28 elements, ``p = 0.5``. The rate counts one read
-# of the input and one write of the output: the bytes a dropout must move at least.
-# PyTorch's dropout also writes its mask, and that is part of its time.
+# One float32 vector, from 2**16 to 2**28 elements, ``p = 0.5``, timed as on the
+# :doc:`vector addition page <plot_01_vector_add>`, against PyTorch's dropout and
+# ``torch.compile`` of it. The rate counts one read of the input and one write of the
+# output, 8 bytes per element: the bytes a dropout must move at least. PyTorch's eager
+# dropout also writes its mask, one more byte per element, and that is part of its
+# time.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -90,15 +186,28 @@ figure = plot_measurement(measurement)
 large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
-# Generating random numbers is not free: ten rounds of Philox are some eighty integer
-# instructions per counter, a fifth of that per element with four numbers per call.
-# In float32, that arithmetic still fits under the time the memory traffic takes, and
-# at large sizes the kernel runs close to the rate of a plain copy of the same bytes
-# (the "copy" column), as the vector addition does, while it saves the mask's memory
-# and traffic altogether. Both PyTorch baselines are slower; eager, for one, also
-# writes the mask. Where the table notes that a copy beat the ceiling, compare the
-# kernel with the "copy" column, timed beside it size by size, rather than with the
-# ceiling.
+# Generating random numbers is not free: ten rounds of Philox per call, a quarter of a
+# call per element. The table tells whether that arithmetic costs time. Where the
+# Triton column comes close to the "copy" column, a copy of the same number of bytes
+# timed beside it, the random numbers are computed in the time the memory traffic takes
+# anyway, and the kernel saves the mask's memory and traffic for free. The last columns
+# compare it with the faster of the two PyTorch baselines, against the goals printed
+# above the table. Where the table notes that a copy beat the ceiling, compare the
+# kernel with the "copy" column rather than with the ceiling.
+#
+# .. dropdown:: Engineering notes
+#
+#    **Why four quarters.** Triton's ``tl.rand`` is simpler, one random float per
+#    element, but it runs a whole Philox call for each element and keeps one of the four
+#    numbers. Using all four cuts the random-number work per element to a quarter. Each
+#    number of a counter serves elements a quarter of a tile apart, rather than four
+#    neighbours, so that each quarter is a run of consecutive elements, loaded and
+#    stored as a plain tile.
+#
+#    **Limits.** The offsets and the counters are 32-bit integers, so the launcher
+#    refuses tensors of more than ``2**31 - 1`` elements. The seed is a 64-bit integer
+#    from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped and the launcher
+#    passes a scale of zero instead of dividing by zero.
 #
 # Quiz
 # ----

@@ -4,34 +4,87 @@ RMSNorm
 
 How close does RMSNorm, the normalisation of LLaMA-style models, get to a copy?
 
-RMSNorm drops LayerNorm's mean and bias and scales each row by the inverse of its root
-mean square: ``y = x / sqrt(mean(x**2) + eps) * weight``. Written out in PyTorch,
-``x.pow(2)``, ``.mean(-1)``, ``rsqrt``, and two multiplications are five kernels and
-five trips through memory; ``torch.nn.functional.rms_norm`` is the baseline we time.
+A normalisation layer rescales each *row* of activations, the ``n`` features of one
+token, to a standard size. RMSNorm divides the row by its root mean square and
+multiplies it by a learned weight, one value per feature:
+``y[j] = x[j] / sqrt(mean(x**2) + eps) * weight[j]``, where the mean runs over the row
+and ``eps``, a small constant, keeps a row of zeros from dividing by zero. LayerNorm,
+on the next page, also subtracts the row's mean and adds a learned bias; RMSNorm does
+neither.
 """
 
 # %%
+# RMSNorm in PyTorch
+# ------------------
+#
+# Written out in PyTorch, for a tensor ``x`` whose last dimension is the row:
+#
+# .. code-block:: python
+#
+#    inv_rms = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+#    y = x * inv_rms * weight
+#
+# Run eagerly, each operation is a kernel of its own. Adding ``eps`` and ``rsqrt`` (the
+# inverse square root) work on one value per row. The four others make full-size passes
+# over the data: ``x.pow(2)`` reads ``x`` and writes its square, ``.mean(-1)`` reads the
+# square, the multiplication by the per-row ``inv_rms`` reads ``x`` and writes a
+# product, and the multiplication by the weight reads that product and writes ``y``.
+# That is seven full-size tensors read or written. A fused kernel, one kernel for the
+# whole expression, reads ``x`` once and writes ``y`` once: two. PyTorch also has
+# ``torch.nn.functional.rms_norm``; it and ``torch.compile`` of it are the baselines
+# this page times.
+#
+# The plan
+# --------
+#
+# One program per row, each with the whole row in one tile:
+#
+# .. code-block:: text
+#
+#    for each row r, one program each, in parallel:
+#        x = row r of the input                        # loaded once
+#        inv_rms = 1 / sqrt(sum(x * x) / n + eps)      # a reduction over the row
+#        row r of the output = x * inv_rms * weight
+#
 # The kernel
 # ----------
 #
-# One program per row: load the row, reduce the sum of squares, scale, multiply by the
-# weight, write. The padding lanes load zeros, which add nothing to the sum of squares,
-# and the mean divides by the true row length.
-#
-# Two choices come from measurements on an H200, and both are about registers, since
-# the fewer a program needs, the more programs share a multiprocessor and the more
-# loads are in flight:
-#
-# * The row is loaded twice: once for the sum of squares, once for the output. The
-#   second load finds the row in cache (the first marks it ``evict_last``, the second
-#   ``evict_first``), so memory still sees one read, but nothing row-sized has to stay
-#   in registers across the reduction. This is what ``torch.compile`` generates for
-#   RMSNorm; at 8K values it took our kernel from 94% to 98% of the copy ceiling.
-# * When the hidden size is a power of two, the row fills its tile, ``EVEN`` is set and
-#   the mask, the constant ``True``, compiles away.
-#
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm_kernel
+#
+# Step by step, leaving two details for later:
+#
+# * ``row`` is the program id, made a 64-bit integer so that ``row * n_cols``, the
+#   offset of the row's first element, cannot overflow 32 bits on a large tensor.
+# * ``tl.arange`` needs a power of two, so the tile has ``BLOCK_SIZE`` lanes, the
+#   smallest power of two that holds ``n_cols`` values. The lanes past ``n_cols`` are
+#   *padding lanes*: the mask keeps them out of the loads and the store.
+# * ``other=0.0`` loads zeros into the padding lanes. A zero adds nothing to the sum of
+#   squares, and the mean divides by ``n_cols``, the true length of the row, not by
+#   ``BLOCK_SIZE``.
+# * ``ACC`` is the type the kernel computes in: float32, or float64 for float64 input.
+#   A bfloat16 row is converted on loading, so that the sum of thousands of squares is
+#   taken with float32's precision, not bfloat16's.
+# * ``tl.sum(x * x, axis=0)`` reduces the tile to one number; the compiler combines the
+#   partial sums of the threads and warps that hold the tile.
+# * The output is cast back to the input's type when it is stored.
+#
+# The two details: the kernel loads the row a second time after the reduction, with
+# ``eviction_policy`` hints, and its mask has ``| EVEN`` in it. Both are optimisations
+# that leave the result unchanged; read the second load as the ``x`` of the first, and
+# ``EVEN`` as false. The engineering notes at the end explain them.
+#
+# Hidden sizes of real models are often not powers of two (768, 5120, 7168, 12288):
+# a row of 5120 values sits in a tile of 8192 lanes, 3072 of them padding. The check
+# below includes such a length.
+#
+# The launcher
+# ------------
+#
+# The launcher checks its inputs, views ``x`` as a matrix of rows, and launches one
+# program per row. It picks ``num_warps``, the number of warps (groups of 32 threads)
+# per program, from the tile size, so that each thread holds a few values of the row
+# (``_warps`` in ``kernels/rms_norm.py``):
 #
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm
@@ -39,6 +92,10 @@ five trips through memory; ``torch.nn.functional.rms_norm`` is the baseline we t
 # %%
 # Run it and check it
 # -------------------
+#
+# The check compares the kernel with PyTorch evaluated in float64, by the relative
+# error, for rows of 1, 781 and 2048 values: a row of one, a row with padding lanes,
+# and a row that fills its tile.
 
 from kernels import rms_norm
 from kernels.bench import check
@@ -52,7 +109,8 @@ for n_cols in (1, 781, 2048):
 # Measure it
 # ----------
 #
-# 16384 rows; the hidden size grows from 512 to 16384, in bfloat16. The rate counts one
+# 16384 rows; the hidden size grows from 512 to 16384 in powers of two, in bfloat16,
+# timed as on the :doc:`vector addition page <plot_01_vector_add>`. The rate counts one
 # read of ``x`` and of the weight, and one write of ``y``.
 
 from kernels.bench import measure_or_load
@@ -64,14 +122,45 @@ figure = plot_measurement(measurement)
 large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 
 # %%
-# RMSNorm is the simplest of the norms: one reduction, no second statistic, and no
-# bias. Once rows are a few thousand values long, a program moves enough bytes to keep
-# memory busy and the kernel runs near the copy ceiling, past our 85% goal. PyTorch's
-# eager kernel falls behind at long rows. ``torch.compile`` produces a kernel of the
-# same shape as ours (it taught us the second read) and lands in the same place: at 8K
-# values both run at the ceiling, so which one is ahead there is a matter of a
-# percent, and a run can go either way. The lines under the table say how the run
-# recorded here came out.
+# Per element, RMSNorm does a square, an addition into the sum and two multiplications,
+# against 4 bytes moved in bfloat16 (2 read, 2 written). That is too little arithmetic
+# to keep the GPU's arithmetic units busy while memory works, so, as for the vector
+# addition, memory sets the speed, and the copy ceiling is the yardstick. The "copy"
+# column gives a copy of the same number of bytes for comparison, and the last columns
+# compare the kernel with the faster of PyTorch's ``rms_norm`` and ``torch.compile`` of
+# it, against the goals printed above the table. The lines under the table say where
+# the run recorded here met them.
+#
+# .. dropdown:: Engineering notes
+#
+#    **Registers and occupancy.** A *register* is the fastest storage on the GPU, private
+#    to one thread; the values of a tile live in the registers of the threads that hold
+#    it. An SM of an H200 has 65,536 32-bit registers and holds at most 64 warps at a
+#    time. The more registers each thread needs (the *register pressure*), the fewer
+#    programs fit on an SM together: a program of 16 warps (512 threads) that needs 32
+#    registers per thread takes 16,384 registers, so four fit, while at 64 registers per
+#    thread only two do. *Occupancy* is the number of warps an SM holds at once, as a
+#    share of the most it can hold. A memory-bound kernel wants enough warps on each SM
+#    to keep many loads in flight while others wait for memory.
+#
+#    **The second load.** Without it, the row would stay in registers from the first
+#    load, through the reduction, to the output. Loading the row again after the
+#    reduction lets the compiler reuse those registers in between. Memory still sees
+#    about one read, because the second load finds the row in cache. Two *eviction
+#    hints* make that likely: they tell the cache which data to throw out first when it
+#    needs room. The first load marks the row ``evict_last`` (keep it as long as you
+#    can), the second ``evict_first`` (it will not be needed again), and the weight,
+#    which every row reads, ``evict_last``. ``torch.compile``'s code generator marks
+#    loads the same way when a reduction kernel reads a tensor twice (the ``load``
+#    method in ``torch/_inductor/codegen/triton.py``). The double load was kept after
+#    measurements on an H200; whether it saves registers depends on the compiler and
+#    the tile size.
+#
+#    **EVEN.** When ``n_cols`` is a power of two, the tile holds the row exactly, the
+#    launcher sets ``EVEN``, and ``(cols < n_cols) | EVEN`` is the constant ``True``.
+#    ``EVEN`` is a ``tl.constexpr``, so this case is a kernel of its own, compiled
+#    without the comparison and without *predicates*, the per-thread true-or-false
+#    flags that switch a masked load or store off for the lanes outside the mask.
 #
 # Quiz
 # ----
