@@ -138,22 +138,26 @@ figure = plot_measurement(measurement)
 # call), where the bandwidth counts. Each row gives the Triton kernel's share of the
 # ceiling, the share a copy of the same number of bytes reached in the same run (the
 # "copy" column), and the ratio to the faster of the two PyTorch baselines, against the
-# goals printed above the table. The last line says where the add ran above the
-# ceiling, if anywhere.
+# goals printed above the table.
 import torch
 
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
-large = print_large_sizes(
+table = results_table(
     measurement,
     min_work=vector_add.bytes_moved(2**24, torch.float32),
     ceiling_goal=0.90,
     baseline_goal=0.95,
 )
-above = [row["size"] for row in large if row["of_ceiling"] > 1]
+table
+
+# %%
+# Where did the add run above the copy ceiling, if anywhere?
+
+above = [row["size"] for row in table.sizes if row["of_ceiling"] > 1]
 if above:
     print("Above the copy ceiling at N = " + ", ".join(f"{size:,}" for size in above) + ".")
-elif large:
+elif table.sizes:
     print("Below the copy ceiling at every size in the table.")
 
 # %%
@@ -178,3 +182,8 @@ elif large:
 #    within noise of each other at 2**24 elements and more, so the smallest tile with
 #    Triton's default of 4 warps stays (see the comment on ``BLOCK_SIZE`` in
 #    ``kernels/vector_add.py``).
+#
+# Quiz
+# ----
+#
+# .. quiz:: vector_add

@@ -179,11 +179,12 @@ print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
 measurement = measure_or_load(dropout.BENCHMARK)
 figure = plot_measurement(measurement)
-large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table = results_table(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table
 
 # %%
 # Generating random numbers is not free: ten rounds of Philox per call, a quarter of a

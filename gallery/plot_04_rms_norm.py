@@ -115,11 +115,12 @@ for n_cols in (1, 781, 2048):
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
 measurement = measure_or_load(rms_norm.BENCHMARK)
 figure = plot_measurement(measurement)
-large = print_large_sizes(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table = results_table(measurement, ceiling_goal=0.85, baseline_goal=1.0)
+table
 
 # %%
 # Per element, RMSNorm does a square, an addition into the sum and two multiplications,

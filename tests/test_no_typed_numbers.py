@@ -10,8 +10,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A number, then a unit a measurement would carry.
-TYPED = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*\s*(?:GB/s|TB/s|GFLOP/s|TFLOP/s|µs|us|ms|%)(?![\w/])")
+# A number, then a unit a measurement would carry ("%" right after the number: with a
+# space between, as in "904 % 512", it is Python's remainder).
+TYPED = re.compile(
+    r"(?<![\w.])\d+(?:[.,]\d+)*(?:%|\s*(?:GB/s|TB/s|GFLOP/s|TFLOP/s|µs|us|ms))(?![\w/])"
+)
 # (file, the matched text): numbers in prose that are facts or definitions, not results.
 ALLOWED: set[tuple[str, str]] = set()
 
@@ -68,6 +71,10 @@ def test_no_measurement_is_typed_into_prose(path: Path) -> None:
 )
 def test_the_check_finds_a_typed_measurement(text: str) -> None:
     assert typed_numbers(ROOT / "gallery" / "x.py", text)
+
+
+def test_a_remainder_is_not_a_share() -> None:
+    assert not typed_numbers(ROOT / "gallery" / "x.py", "row = 10 % 3 = 1")
 
 
 def test_the_check_reads_prose_and_skips_code() -> None:
