@@ -2,72 +2,127 @@
 Matrix multiplication
 =====================
 
-How close does a Triton kernel of forty lines come to cuBLAS on tensor cores?
+How close does a short Triton kernel come to cuBLAS, NVIDIA's matrix library, on
+tensor cores?
 
-A product of two n x n matrices does ``2 n^3`` floating-point operations on ``3 n^2``
-numbers. At n = 4096 in bfloat16 that is more than a thousand operations per byte of
-input: unlike the kernels of the previous pages, a matrix product is limited by
-arithmetic, not by memory, *if* each number that is loaded is used many times before
-it leaves the chip. Tiles are how a kernel arranges that, and Triton makes tiles the
-unit of programming.
+The product ``C = A @ B`` of an ``M x K`` matrix ``A`` and a ``K x N`` matrix ``B`` is
+the ``M x N`` matrix whose entry ``(i, j)`` is the dot product of row ``i`` of ``A`` and
+column ``j`` of ``B``: ``c_ij = sum over k of a_ik * b_kj``. In PyTorch it is
+``torch.matmul(a, b)``, or ``a @ b``, which on an NVIDIA GPU calls cuBLAS.
+
+For two ``n x n`` matrices that is ``n^2`` dot products of length ``n``, a multiply and
+an add per term: ``2 n^3`` floating-point operations on ``3 n^2`` numbers. At n = 4096
+in bfloat16 that is more than a thousand operations per byte of the three matrices.
+The kernels of the previous pages do a few operations per byte and wait on memory; a
+matrix product can instead be limited by arithmetic, *if* each number that is loaded is
+used many times before it leaves the chip. Tiles are how a kernel arranges that.
 """
 
 # %%
+# The plan
+# --------
+#
+# Split ``C`` into tiles of ``BLOCK_M x BLOCK_N`` entries and give each tile to one
+# *program*, one instance of the kernel; the programs together form the *grid*, here
+# one program per tile. A program walks along the shared dimension ``K`` in steps of
+# ``BLOCK_K``:
+#
+# .. code-block:: text
+#
+#    program for tile (tile_m, tile_n) of C:
+#        acc = zeros(BLOCK_M, BLOCK_N), in float32
+#        for k0 = 0, BLOCK_K, 2 * BLOCK_K, ... while k0 < K:
+#            a = A[rows of the tile, k0 : k0 + BLOCK_K]      # BLOCK_M x BLOCK_K
+#            b = B[k0 : k0 + BLOCK_K, columns of the tile]   # BLOCK_K x BLOCK_N
+#            acc = acc + a @ b
+#        C[rows, columns] = activation(acc), rounded to the output's type
+#
+# Each number of a loaded tile of ``A`` takes part in ``BLOCK_N`` multiply-adds, each
+# number of ``B`` in ``BLOCK_M``. With 128 x 256 tiles a step loads
+# ``(128 + 256) x BLOCK_K`` numbers and does ``2 x 128 x 256 x BLOCK_K`` operations:
+# about 85 operations per byte of bfloat16 loaded (``128 x 256 / (128 + 256)``),
+# whatever ``BLOCK_K`` is.
+#
+# That is fewer than an H200 needs to keep its tensor cores busy on data that comes from
+# memory: its datasheet's bfloat16 tensor-core rate (without sparsity) divided by its
+# memory bandwidth is about two hundred operations per byte. The rest of the reuse comes
+# from the *L2 cache*, the on-chip cache that all programs share: every program in a row
+# of tiles loads the same tiles of ``A``, every program in a column the same tiles of
+# ``B``, and a load that finds its data in L2 does not go to memory. "The order of the
+# tiles" below arranges for that.
+#
 # The kernel
 # ----------
 #
-# Each program computes one ``BLOCK_M x BLOCK_N`` tile of ``C``. It walks along the
-# shared dimension in steps of ``BLOCK_K``: loads a ``BLOCK_M x BLOCK_K`` tile of ``A``
-# and a ``BLOCK_K x BLOCK_N`` tile of ``B``, multiplies them with ``tl.dot`` (which the
-# compiler maps to the tensor cores' matrix instructions) and adds the product to a
-# float32 accumulator that stays in registers for the whole loop.
+# The kernel is the plan in Triton. Its first line asks ``grouped_tile`` (shown in "The
+# order of the tiles") which tile this program computes; for now read it as "program
+# ``pid`` gets tile ``(tile_m, tile_n)``". ``rows`` are the rows of ``A`` the tile needs,
+# ``cols`` the columns of ``B``; the *strides* (how many elements apart two neighbouring
+# rows, or columns, are in memory) turn them into the addresses of a
+# ``BLOCK_M x BLOCK_K`` tile of ``A`` and a ``BLOCK_K x BLOCK_N`` tile of ``B``, as in
+# the lesson on tiles in 2-D:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul_kernel
 #
-# Each number of a loaded tile of ``A`` is used ``BLOCK_N`` times, each number of ``B``
-# ``BLOCK_M`` times: with 128 x 256 tiles a byte fetched from memory feeds hundreds of
-# operations. What the kernel does not say is just as telling: it never mentions shared
-# memory, the tensor-core instruction shapes, or the asynchronous copies that bring the
-# next tiles in while the current ones are multiplied. The compiler does all of that;
-# ``num_stages`` (below) only says how many tiles ahead it may load.
+# Step by step:
 #
-# Three details:
-#
-# * rows of ``A`` and columns of ``B`` past the edge of the matrix wrap around
-#   (``% M``, ``% N``), so those loads need no mask; the results they feed land outside
-#   ``C`` and the masked store drops them. Only the last step along K needs a mask,
-#   whose zeros add nothing to the sum;
-# * ``tile_dot`` is ``tl.dot`` (on the GPU it is exactly that); in Triton's CPU
-#   interpreter it widens bfloat16 tiles to float32 first, because the interpreter
-#   multiplies bfloat16 tiles as raw integers:
+# * ``tl.dot`` multiplies two tiles on the *tensor cores*, units of the GPU that
+#   multiply small matrices in one instruction. ``tile_dot`` is ``tl.dot`` (on the GPU
+#   it is exactly that); in Triton's CPU interpreter it widens bfloat16 tiles to float32
+#   first, because the interpreter multiplies bfloat16 tiles as raw integers:
 #
 #   .. literalinclude:: /kernels/tile_dot.py
 #      :pyobject: tile_dot
 #
-# * the *epilogue*, the code after the loop, applies an activation to the float32 tile
-#   before it is rounded and stored. A ReLU or GELU after a product, as in every MLP, then
-#   costs no extra pass over ``C``:
+# * the accumulator ``acc`` is float32 whatever the inputs are, and it stays in
+#   registers for the whole loop: a sum of thousands of products kept in bfloat16 would
+#   lose most of its digits;
+# * rows of ``A`` and columns of ``B`` past the edge of the matrix wrap around
+#   (``% M``, ``% N``), so those loads need no mask: they read real numbers, and the
+#   results they feed land outside ``C``, where the masked store drops them. Only the
+#   last step along ``K`` needs a mask, and its ``other=0.0`` pads with zeros, which
+#   add nothing to the sum;
+# * ``a_ptrs += BLOCK_K * stride_ak`` moves the tile of ``A`` one step to the right,
+#   ``b_ptrs`` one step down;
+# * the *epilogue*, the code after the loop, applies the activation to the float32
+#   tile before it is rounded and stored. In a classic MLP a layer is a product
+#   followed by an activation such as ReLU or GELU; fused here it costs no extra pass
+#   over ``C`` (a gated MLP multiplies two products element by element, which this
+#   epilogue does not do):
+#
+#   .. literalinclude:: /kernels/matmul.py
+#      :pyobject: epilogue
 #
 #   .. literalinclude:: /kernels/matmul.py
 #      :pyobject: gelu_tanh
-
 #
+# What the kernel does not say is just as telling. Each SM (streaming multiprocessor;
+# the H200 has 132 of them) has a *shared memory*, a fast on-chip memory that the
+# threads of a program share. The compiler stages the tiles of ``A`` and ``B`` there,
+# picks the tensor-core instructions, and issues the loads of the next steps along
+# ``K`` while the current step is multiplied. The kernel never mentions any of it; one
+# launch setting, ``num_stages`` (below), says how many steps' tiles it may hold.
+
+# %%
 # Tiles by copy engine: the Tensor Memory Accelerator
 # ----------------------------------------------------
 #
-# On Hopper a tile need not be gathered by the threads at all. The Tensor Memory
-# Accelerator (TMA) is a copy engine: given a *descriptor* of the matrix (its address,
-# shape and strides) and the coordinates of a tile, it copies the tile into shared
-# memory by itself, and it fills the parts of a tile that lie outside the matrix with
-# zeros. The same kernel with descriptors has no pointer arithmetic and no masks:
+# Hopper, the GPU generation of the H100 and H200, added the *Tensor Memory
+# Accelerator* (TMA): a copy engine beside each SM. Given a *descriptor* of a matrix
+# (its address, shape and strides, and the shape of the tiles to move) and the
+# coordinates of a tile's corner, it copies the tile into shared memory by itself,
+# without the threads computing an address, and it fills the parts of a tile that lie
+# outside the matrix with zeros. The same kernel with descriptors has no pointer
+# arithmetic and no masks:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul_tma_kernel
 #
-# A descriptor needs each row to start on a 16-byte boundary, so the launcher uses this
-# kernel when the GPU has a TMA and the matrices are aligned (any product whose K and N
-# are multiples of 8, for 2-byte types), and the pointer kernel otherwise:
+# A descriptor needs each row to start on a 16-byte boundary and the elements of a row
+# to be contiguous, so the launcher uses this kernel when the GPU has a TMA and the
+# matrices are aligned (with 2-byte types: any product whose ``K`` and ``N`` are
+# multiples of 8), and the pointer kernel otherwise:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: tma_applies
@@ -75,18 +130,17 @@ unit of programming.
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul
 #
-# In our sweeps on an H200 (not recorded on this page), the descriptor version was as
-# fast or faster for most tile configurations, and its best configuration was a few
-# percent faster than the pointer kernel's best: enough to matter when the goal is the
-# speed of cuBLAS. The measurements below time the launcher, so they time this kernel.
+# The measurements below time the launcher, so on the H200 they time the descriptor
+# kernel.
 
 # %%
 # Run it and check it
 # -------------------
 #
 # The check compares with the product computed in float64, at shapes that are not
-# multiples of the tile and with each epilogue. The second benchmark size (45) has rows
-# that no descriptor accepts, so the pointer kernel is checked too.
+# multiples of the tile and with each epilogue. In the second benchmark size (45) a row
+# of 45 bfloat16 numbers is 90 bytes, not a multiple of 16, so no descriptor accepts it
+# and the pointer kernel is checked too.
 
 import torch
 
@@ -109,14 +163,45 @@ for activation in matmul.ACTIVATIONS:
     print(f"{activation:>5}(A @ B), 77 x 300 by 300 x 45, float16: relative error {error:.1e}")
 
 # %%
+# What the launcher accepts
+# -------------------------
+#
+# A linear layer stores its weight ``W`` as ``(out_features, in_features)`` and
+# computes ``x @ W.t()``. ``W.t()`` is a view with the strides swapped: its columns,
+# not its rows, are contiguous. The pointer kernel takes any strides and could read it
+# in place, but the launcher checks, like the other launchers on this site, that its
+# inputs are contiguous, and a descriptor needs contiguous rows anyway. So today the
+# launcher refuses ``W.t()``, and the caller passes a contiguous copy:
+
+weight = b.t().contiguous()  # (45, 300): a linear layer's weight, out by in
+try:
+    matmul.matmul(a, weight.t())
+except ValueError as error:
+    print(f"matmul(a, weight.t()) is refused: {error}")
+error = relative_error(matmul.matmul(a, weight.t().contiguous()), a.double() @ weight.double().t())
+print(f"matmul(a, weight.t().contiguous()): relative error {error:.1e}")
+
+# %%
+# Reading ``W`` in place would take a launcher that passes the view's strides to the
+# pointer kernel, and a descriptor kernel that loads tiles of ``W`` and transposes them
+# with ``tl.trans``. Until then, a caller that does not keep the copy pays a pass over
+# ``W`` on every call.
+#
 # The order of the tiles
 # ----------------------
 #
-# Which program computes which tile matters. A GPU runs a few hundred programs at a
-# time; if they run along a row of tiles, they all need the same tiles of ``A`` but
-# every column of ``B``, and the L2 cache (50 MB on an H200) cannot hold them all for
-# long. Grouped ordering runs down ``GROUP_M`` tile rows before moving right, so that the
-# programs in flight share a few tiles of each matrix:
+# Which program computes which tile matters for the L2 cache. Programs start roughly in
+# the order of their numbers, and an SM runs one program of this kernel at a time, or
+# two of the smallest configuration: their pipeline buffers (below) take from 96 to 192
+# KiB of its 228 KiB of shared memory. So the H200's 132 SMs run between 132 and 264
+# programs at a time, out of the 2048 tiles of an 8192 x 8192 product in 128 x 256
+# tiles. Numbered along the rows of ``C``, the programs in flight cover a few rows of
+# tiles: they share the tiles of ``A`` of those rows, but need every column of ``B``,
+# which for a large product is more than the L2 cache (50 MB on an H200) holds. Grouped
+# ordering numbers the tiles down ``GROUP_M`` rows of tiles before
+# moving right, so that the programs in flight share a few tile rows of ``A`` and a few
+# tile columns of ``B`` (such a remapping of program numbers is also called
+# *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: grouped_tile
@@ -161,15 +246,25 @@ set_caption(
 )
 
 # %%
-# Both orders compute the same tiles; the grouped one asks the cache for fewer of them
-# at a time. The effect is largest on large matrices, whose tiles no longer all fit in L2.
+# Both orders compute the same tiles; the grouped one asks the cache for fewer strips
+# of ``A`` and ``B`` at a time, as the two lines above count. That matters once the
+# strips that the programs in flight read no longer fit in L2 together.
 #
 # Choosing the tiles: ``triton.autotune``
 # ---------------------------------------
 #
-# The best tile shape, number of warps and pipeline depth depend on the GPU and on the
-# shape of the product. ``triton.autotune`` compiles each candidate configuration, times
-# it on the first call with a new ``(M, N, K)`` and keeps the fastest (the
+# Four launch settings decide how the kernel runs: the tile shape (``BLOCK_M``,
+# ``BLOCK_N``, ``BLOCK_K``), ``GROUP_M``, ``num_warps``, the number of *warps* (groups of
+# 32 threads that execute together) that run one program, and ``num_stages``, the number
+# of pipeline buffers: how many steps' tiles of ``A`` and ``B`` a program holds in
+# shared memory at once, so that the loads of the next steps are in flight while the
+# current one is multiplied. More buffers hide more of the memory's latency and take
+# more shared memory. The best choice depends on the GPU and on the shape of the
+# product.
+#
+# ``triton.autotune`` compiles each candidate configuration, times it on the first call
+# with a new key (here ``M``, ``N`` and ``K``; the Engineering notes say what else
+# enters it) and keeps the fastest for that key (the
 # :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows why each configuration is
 # its own compiled kernel). Our candidates are chosen for Hopper:
 #
@@ -188,9 +283,9 @@ set_caption(
 # ----------
 #
 # Square bfloat16 products from 512 to 8192, Triton (autotuned) against cuBLAS
-# (``torch.matmul``). The dashed line is the cuBLAS bfloat16 rate at 8192 measured at the
-# end of the same run: on this kind of work the practical ceiling is the vendor library,
-# not a datasheet number.
+# (``torch.matmul``). The dashed line is the ceiling: the cuBLAS bfloat16 rate on an
+# 8192 x 8192 product, the best of a few timings taken at the end of the same run. On
+# this kind of work the practical ceiling is the vendor library, not a datasheet number.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -200,8 +295,8 @@ square = measure_or_load(matmul.BENCHMARK)
 figure = plot_measurement(square)
 
 # %%
-# Our goal is 95% of cuBLAS's rate at 4096 and 8192; the table judges the sizes from
-# 4096 up.
+# The table judges the sizes from 4096 up against the goal printed above it, a ratio
+# to cuBLAS's rate at the same size.
 
 large = print_large_sizes(
     square,
@@ -215,35 +310,67 @@ if square.fresh:
         print(f"  M, N, K = {key[:3]}: {config}")
 
 # %%
-# Read the figure: small products leave most of the GPU idle (a 512 x 512 product has
-# only a few dozen tiles for 132 multiprocessors), so neither library gets near the
-# ceiling there. Triton is behind cuBLAS there on the GPU's time too, since tiles tuned
-# for large products leave even more multiprocessors idle, and far behind in call time
-# (the lighter lines): a 512 x 512 product takes microseconds, less than our Python
-# launcher spends checking its inputs, building three descriptors and looking up the
-# autotuned configuration, while ``torch.matmul`` dispatches from C++. From 4096 up
-# the autotuned Triton kernel runs within a few percent of cuBLAS; the table
-# above says by how much in this run. The dashed ceiling
-# is cuBLAS at 8192 measured at the end of the run, after minutes of work have warmed the
-# GPU: a smaller product measured earlier can run above it, because a hot H200 lowers its
-# clock to stay within its power limit.
+# Read the figure as the lesson on measuring a kernel explains: the darker lines are
+# kernel time, the GPU's time inside the kernels; the lighter lines are call time,
+# which adds what the host does before and around the launch.
+#
+# * Small products leave most of the GPU idle: a 512 x 512 product has at most 64 tiles
+#   (of 64 x 64, the smallest candidate) for 132 SMs, so neither library gets near the
+#   ceiling there.
+# * The gap between Triton's two lines is time spent outside the kernel. Our launcher
+#   is Python: it checks the inputs, builds three descriptors and looks up the
+#   autotuned configuration before each launch. A small product's kernel is too short
+#   to hide that; a large one's is not.
+# * From 4096 up, the table gives Triton's rate as a share of the ceiling and as a
+#   ratio to cuBLAS, and the line under it says at which sizes the goal was met.
+# * The ceiling is a measurement too, taken once at the end of the run. A GPU's clock
+#   varies with its temperature and power draw, so a product measured earlier in the
+#   run can show a rate above the ceiling.
 #
 # A skinny product
 # ----------------
 #
 # Generating text multiplies a few rows (the tokens of the current step) by large weight
-# matrices. Here M grows from 16 to 4096 against a fixed 8192 x 8192 weight.
+# matrices. Here ``M`` grows from 16 to 4096 against a fixed 8192 x 8192 bfloat16
+# weight.
 
 skinny = measure_or_load(matmul.SKINNY_BENCHMARK)
 figure = plot_measurement(skinny)
 large = print_large_sizes(skinny, min_work=0, against="cuBLAS")
 
 # %%
-# With 16 rows the product does little arithmetic per byte of the weight: it is bound by
-# memory (reading 128 MB of weights), and no TFLOP/s figure near the ceiling is
-# possible for anyone. Tiles of 64 or 128 rows are also mostly empty there; cuBLAS has
-# kernels for such shapes (and splits the long K dimension over several programs), ours
-# does not. The gap closes as M grows.
+# An ``M x 8192`` by ``8192 x 8192`` product reads the 128 MiB weight once and does
+# ``2 x M`` operations per weight element, that is ``M`` operations per byte. With 16
+# rows that is far below the two hundred or so that the tensor cores need: the product
+# waits on memory, and no rate near the ceiling is possible for anyone. Every candidate
+# tile also has at least 64 rows, so with 16 rows most of each tile is padding that the
+# tensor cores multiply anyway, and the grid is a single row of tiles: at most 128
+# programs (with 64-column tiles) for 132 SMs. The table gives each library's rate as
+# ``M`` grows.
+#
+# .. dropdown:: Engineering notes
+#
+#    **The autotune key has no dtype for the descriptor kernel.** Triton's autotuner
+#    adds to the key (``M``, ``N``, ``K``) the dtype of every argument that has a
+#    ``dtype`` attribute. Tensors have one, so the pointer kernel is tuned separately
+#    for float16 and bfloat16. A ``TensorDescriptor`` has none, so the descriptor
+#    kernel, the one the benchmarks time, keeps one configuration per ``(M, N, K)``:
+#    a float16 and a bfloat16 product of the same shape share whichever configuration
+#    the first of them chose. ``ACTIVATION`` is in neither kernel's key, so the three
+#    epilogues share one configuration too. Fixing it means adding the dtype and the
+#    activation to the key in ``kernels/matmul.py``; that changes a kernel module whose
+#    records can only be measured again on a GPU, so the limitation stands for now.
+#
+#    **Descriptor or pointer kernel.** In sweeps on an H200 that this page does not
+#    record, the descriptor kernel was as fast as the pointer kernel or faster for most
+#    tile configurations, and its best configuration beat the pointer kernel's best.
+#    That is why the launcher prefers it whenever ``tma_applies``.
+#
+#    **Skinny products.** The candidates are the same for every shape: none has fewer
+#    than 64 rows per tile, and the kernel has no *split-K* variant, in which several
+#    programs each sum a part of ``K`` for the same tile of ``C`` and the partial tiles
+#    are added at the end. Split-K gives a product with few tiles more programs to
+#    spread over the SMs.
 #
 # Quiz
 # ----
