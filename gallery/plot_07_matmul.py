@@ -289,7 +289,7 @@ set_caption(
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
-from kernels.report import print_large_sizes
+from kernels.report import results_table
 
 square = measure_or_load(matmul.BENCHMARK)
 figure = plot_measurement(square)
@@ -298,7 +298,7 @@ figure = plot_measurement(square)
 # The table judges the sizes from 4096 up against the goal printed above it, a ratio
 # to cuBLAS's rate at the same size.
 
-large = print_large_sizes(
+table = results_table(
     square,
     min_work=matmul.square_flops(4096, torch.bfloat16),
     baseline_goal=0.95,
@@ -308,6 +308,7 @@ if square.fresh:
     print("Configurations autotune chose in this run (descriptor kernel):")
     for key, config in matmul.tuned_matmul_tma_kernel.cache.items():
         print(f"  M, N, K = {key[:3]}: {config}")
+table
 
 # %%
 # Read the figure as the lesson on measuring a kernel explains: the darker lines are
@@ -336,7 +337,8 @@ if square.fresh:
 
 skinny = measure_or_load(matmul.SKINNY_BENCHMARK)
 figure = plot_measurement(skinny)
-large = print_large_sizes(skinny, min_work=0, against="cuBLAS")
+table = results_table(skinny, min_work=0, against="cuBLAS")
+table
 
 # %%
 # An ``M x 8192`` by ``8192 x 8192`` product reads the 128 MiB weight once and does

@@ -228,27 +228,30 @@ for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
 # the GPU did. The dashed line is cuBLAS's bfloat16 matrix-product rate measured in
 # the same run.
 
+from dataclasses import replace
+
 from kernels.bench import measure_or_load
 from kernels.measurements import Measurement
 from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import print_large_sizes, print_peak_memory
+from kernels.report import ResultTable, print_peak_memory, results_table
 
 
-def judge(measurement: Measurement, goal: float) -> None:
-    """Say which backends did not run, judge the sizes from 4K tokens up against
-    ``goal`` times the flash backend of SDPA, and rank every implementation at the
-    longest sequence."""
+def judge(measurement: Measurement, goal: float) -> ResultTable:
+    """Say which backends did not run; the table judging the sizes from 4K tokens up
+    against ``goal`` times the flash backend of SDPA, ending with a ranking of every
+    implementation at the longest sequence."""
     for backend, reason in measurement.unavailable.items():
         print(f"{backend} did not run on this machine ({reason}); its line has gaps.")
     from_4k_tokens = measurement.work[measurement.x.index(4096)]
-    print_large_sizes(measurement, from_4k_tokens, baseline_goal=goal, against="SDPA flash")
+    table = results_table(measurement, from_4k_tokens, baseline_goal=goal, against="SDPA flash")
     if measurement.placeholder:
-        return
+        return table
     rates = {
         name: values[-1] for name, values in measurement.series.items() if values[-1] is not None
     }
-    ranking = sorted(rates, key=rates.get, reverse=True)
-    print(f"At {measurement.x[-1]:,} tokens, fastest first (kernel time): {', '.join(ranking)}.")
+    ranking = ", ".join(sorted(rates, key=rates.get, reverse=True))
+    last = f"At {measurement.x[-1]:,} tokens, fastest first (kernel time): {ranking}."
+    return replace(table, notes=[*table.notes, last])
 
 
 # %%
