@@ -52,6 +52,8 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     assert "# 1. With `BLOCK_SIZE = 1024`" in whole
     assert whole.count("x = 1") == 1
     compile(whole, "whole.py", "exec")
+    # The cell that saves the figures imports only what it uses.
+    assert "typing" not in downloads.SAVE_FIGURES
     # Rewriting again changes nothing (a build may find a file it rewrote before).
     assert downloads.whole_script(whole, CONFIG) == whole
 

@@ -40,7 +40,6 @@ SAVE_FIGURES = """# %%
 # them where there is a screen.
 
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 
