@@ -35,6 +35,7 @@ Title
 #       :pyobject: add
 
 x = 1
+x
 
 # %%
 # .. quiz:: vector_add
@@ -51,6 +52,7 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     assert "#    .. code-block:: python\n#\n#       def add(" in whole
     assert "# 1. With `BLOCK_SIZE = 1024`" in whole
     assert whole.count("x = 1") == 1
+    assert "\nprint(x)\n" in whole
     compile(whole, "whole.py", "exec")
     # The cell that saves the figures imports only what it uses.
     assert "typing" not in downloads.SAVE_FIGURES

@@ -32,6 +32,7 @@ _DIRECTIVE = re.compile(
     r"(?P<options>(?:(?P=indent)[ ]+:[\w-]+:.*\n)*)",
     re.MULTILINE,
 )
+_BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
 
 # Appended to a downloaded script: run from a terminal, it saves what it drew.
@@ -95,8 +96,8 @@ def _indented(text: str, indent: str) -> str:
 
 
 def whole_script(source: str, config: Config) -> str:
-    """A gallery script as a reader downloads it: directives in its prose expanded,
-    figures saved at the end."""
+    """A gallery script as a reader downloads it: directives in its prose expanded, what
+    the page displays printed, figures saved at the end."""
     out, block = [], []
 
     def flush() -> None:
@@ -112,7 +113,9 @@ def whole_script(source: str, config: Config) -> str:
             block.append(line)
         else:
             flush()
-            out.append(line)
+            # A bare name on a line of its own is what the page displays (a result
+            # table); a script run from a terminal prints it instead.
+            out.append(f"print({line})" if _BARE_NAME.fullmatch(line) else line)
     flush()
     script = "\n".join(out).rstrip("\n") + "\n"
     # A file rewritten by an earlier build keeps its one copy.
