@@ -5,12 +5,13 @@ the feed-forward block of LLaMA-style models. PyTorch runs it as several element
 kernels, each reading and writing whole tensors; one Triton kernel reads ``gate`` and
 ``up`` once and writes ``out`` once. With ``s = sigmoid(gate)`` the gradients are::
 
-    d_up   = dy * gate * s
-    d_gate = dy * up * s * (1 + gate * (1 - s))
+    d_up   = dout * gate * s
+    d_gate = dout * up * s * (1 + gate * (1 - s))
 
 The kernels are wired into autograd by a ``torch.autograd.Function`` (:func:`swiglu`)
 and, as a custom operator that ``torch.compile`` can trace, by
-``torch.library.triton_op`` (:func:`swiglu_op`, ``torch.ops.ninja_gap.swiglu``).
+``torch.library.triton_op`` (:func:`swiglu_op`, ``torch.ops.ninja_gap.swiglu``), which
+needs torch 2.6 or newer.
 """
 
 import torch
@@ -24,8 +25,8 @@ from kernels.launch import accumulator
 # float64 is there for gradient checks against PyTorch.
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
-# Elements per program, as in the vector addition: an elementwise kernel is bound by
-# memory, and this tile keeps every load a full 128-bit vector.
+# Elements per program: the vector addition's tile (kernels/vector_add.py says how it
+# was chosen); this kernel has not been timed on its own.
 BLOCK_SIZE = 1024
 
 
@@ -165,10 +166,10 @@ def swiglu_backward_op(
 
 
 # A fake implementation gives an output's shape, dtype and device without computing it;
-# torch.compile runs it on tensors that have no data. triton_op uses the operator's own
-# body, where wrap_triton records the launch of a compiled kernel instead of running
-# it; the interpreter's kernels have nothing to record and would read the data, so
-# these say the shapes directly, as register_fake does for any custom operator.
+# torch.compile runs it on tensors that have no data. By default triton_op uses the
+# operator's own body, where wrap_triton does not run a compiled kernel on such tensors.
+# The interpreter's kernels would run and read data that is not there, so these state
+# the shapes directly, as register_fake does for any custom operator.
 @swiglu_op.register_fake
 def _swiglu_fake(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     _check(gate, up)

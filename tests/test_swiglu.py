@@ -57,6 +57,24 @@ def test_float64_is_computed_in_float64() -> None:
     torch.testing.assert_close(swiglu.swiglu(gate, up), reference(gate, up), rtol=1e-13, atol=0)
 
 
+# The interpreter computes with NumPy, which warns when exp overflows to infinity.
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp:RuntimeWarning")
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_saturated_gates_give_no_nan(wiring: str) -> None:
+    # sigmoid(-200) needs exp(200), infinite in float32: the gate must close to 0, not NaN.
+    gate = torch.tensor([-200.0, -90.0, -20.0, 0.0, 20.0, 90.0, 200.0], device=DEVICE)
+    gate.requires_grad_()
+    up = torch.full_like(gate, 1.5).requires_grad_()
+    out = WIRINGS[wiring](gate, up)
+    out.sum().backward()
+    gate64, up64 = (t.detach().double().requires_grad_() for t in (gate, up))
+    expected = reference(gate64, up64)
+    expected.sum().backward()
+    for value, wanted in ((out, expected), (gate.grad, gate64.grad), (up.grad, up64.grad)):
+        assert torch.isfinite(value).all()
+        torch.testing.assert_close(value.detach().double(), wanted.detach(), rtol=1e-6, atol=1e-30)
+
+
 @pytest.mark.parametrize("which", ["gate", "up"])
 def test_only_the_gradient_asked_for_is_computed(which: str) -> None:
     gate, up = inputs((2000,), torch.float32, grad=False)
