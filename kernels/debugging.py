@@ -19,10 +19,10 @@ from kernels.compiler_output import compile_for_gpu
 @triton.jit
 def tile_sum_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     # One program sums the whole input, so a single tile must hold it.
-    tl.static_print("compiling tile_sum_kernel: BLOCK_SIZE =", BLOCK_SIZE, "x:", x_ptr.dtype)
-    # The sum is accumulated in float32; a narrower out would round it without a word.
+    tl.static_print("compiling tile_sum_kernel: BLOCK_SIZE =", BLOCK_SIZE, x_ptr.dtype)
+    # The sum is kept in float32; a narrower out would round it silently.
     tl.static_assert(out_ptr.dtype.element_ty == tl.float32, "out must be float32")
-    # n_elements is known only at run time: checked on the device, when debugging is on.
+    # Known only at run time: checked on the device, when debugging is on.
     tl.device_assert(n_elements <= BLOCK_SIZE, "n_elements is larger than one tile")
     offsets = tl.arange(0, BLOCK_SIZE)
     x = tl.load(x_ptr + offsets, mask=offsets < n_elements, other=0.0)
@@ -30,13 +30,14 @@ def tile_sum_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 @triton.jit
-def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr, INT64: tl.constexpr):
-    # rows holds row numbers as int32, the type of tl.program_id(0) in a kernel with one
-    # program per row; out receives where each row starts, row * row_stride.
+def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr,
+                     INT64: tl.constexpr):  # fmt: skip
+    # Row numbers in int32, the type of tl.program_id(0) in a kernel with a program
+    # per row; out receives where each row starts, row * row_stride.
     idx = tl.arange(0, BLOCK_SIZE)
     rows = tl.load(rows_ptr + idx)
     if INT64:
-        # The fix: widen before multiplying, so the product is computed in 64 bits.
+        # The fix: widen before multiplying, so the product has 64 bits.
         rows = rows.to(tl.int64)
     tl.store(out_ptr + idx, rows * row_stride)
 
