@@ -7,6 +7,7 @@ real kernel, not the interpreter's stand-in, so it runs in a child process start
 without ``TRITON_INTERPRET``.
 """
 
+import contextlib
 import importlib
 import json
 import os
@@ -23,17 +24,20 @@ def compile_for_gpu(
     constexprs: dict[str, Any],
     divisible_by_16: tuple[str, ...] = (),
     arch: int = 90,
+    debug: bool = False,
 ) -> dict[str, str]:
     """The IR of ``kernel`` ("module:function") compiled for CUDA compute capability ``arch``.
 
     ``signature`` gives each argument's Triton type (``"*fp32"``, ``"i32"``, or
     ``"constexpr"``); ``constexprs`` the values of the constexpr arguments;
     ``divisible_by_16`` the arguments promised to be multiples of 16 (for a pointer: 16-byte
-    aligned), which Triton assumes on its own at launch when it sees them so. Returns the
-    text of each stage in :data:`STAGES`.
+    aligned), which Triton assumes on its own at launch when it sees them so; ``debug`` compiles
+    as ``TRITON_DEBUG=1`` would at launch (device assertions and integer overflow checks
+    kept). Returns the text of each stage in :data:`STAGES`.
     """
     request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": constexprs,
-                          "divisible_by_16": list(divisible_by_16), "arch": arch})  # fmt: skip
+                          "divisible_by_16": list(divisible_by_16), "arch": arch,
+                          "debug": debug})  # fmt: skip
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     result = subprocess.run(
@@ -59,9 +63,14 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
     source = ASTSource(
         fn=kernel, signature=request["signature"], constexprs=request["constexprs"], attrs=attrs
     )
-    compiled = triton.compile(source, target=GPUTarget("cuda", request["arch"], 32))
+    compiled = triton.compile(
+        source, target=GPUTarget("cuda", request["arch"], 32), options={"debug": request["debug"]}
+    )
     return {stage: compiled.asm[stage] for stage in STAGES}
 
 
 if __name__ == "__main__":
-    print(json.dumps(_compile_request(json.loads(sys.argv[1]))))
+    # What the kernel prints while compiling (tl.static_print) goes to stderr: stdout is the reply.
+    with contextlib.redirect_stdout(sys.stderr):
+        reply = _compile_request(json.loads(sys.argv[1]))
+    print(json.dumps(reply))
