@@ -12,7 +12,13 @@ from kernels.runtime import describe_device
 from quiz.bank import load_bank
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-from course_build import figure_count, gallery_scripts, quiz_names, smallest_text_pt
+from course_build import (
+    figure_count,
+    gallery_scripts,
+    lesson_code,
+    quiz_names,
+    smallest_text_pt,
+)
 
 
 def text_of(html: str) -> str:
@@ -241,3 +247,11 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(
         (warning,) = [w for w in warnings if page in w and "StaleMeasurementError" in w][:1]
         assert "vector_add.json is stale" in warning
         assert "kernels/vector_add.py changed since commit" in warning
+
+
+def test_lesson_code_leaves_out_cell_options() -> None:
+    page = (
+        "```{code-cell} python\n:tags: [remove-cell]\nimport a\n```\n"
+        "```{code-cell} python\n---\nmystnb:\n  image:\n    alt: a map\n---\nimport b\n```\n"
+    )
+    assert lesson_code(page).split() == ["import", "a", "import", "b"]

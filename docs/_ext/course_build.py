@@ -47,7 +47,11 @@ def gallery_scripts() -> list[Path]:
 def lesson_code(markdown: str) -> str:
     """The Python code of a MyST notebook page: its code cells, joined."""
     cells = _CODE_CELL.findall(markdown)
-    # A cell's leading ":tags:" option lines are not Python.
+    # A cell's options are not Python: ":tags: [...]" lines, or a YAML block between
+    # "---" lines at its top.
+    cells = [
+        re.sub(r"\A---\n.*?^---\n", "", cell, flags=re.MULTILINE | re.DOTALL) for cell in cells
+    ]
     return "\n".join(re.sub(r"^:\w+:.*$", "", cell, flags=re.MULTILINE) for cell in cells)
 
 
