@@ -4,4 +4,4 @@ Importing this package first picks how kernels run: on a CUDA GPU when one is pr
 otherwise in Triton's interpreter on the CPU (see :mod:`kernels.runtime`).
 """
 
-from kernels import runtime as _runtime  # noqa: F401  (sets TRITON_INTERPRET before triton loads)
+from . import runtime as _runtime  # noqa: F401  (sets TRITON_INTERPRET before triton loads)

@@ -21,10 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_same_layout, check_tensor
-from kernels.runtime import interpreted
-from kernels.spec import BenchmarkSpec, ProviderUnavailable
-from kernels.tile_dot import tile_dot
+from .checks import check_same_layout, check_tensor
+from .runtime import interpreted
+from .spec import BenchmarkSpec, ProviderUnavailable
+from .tile_dot import tile_dot
 
 ATTENTION_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (16, 32, 64, 128)

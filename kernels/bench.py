@@ -25,16 +25,16 @@ from typing import Any
 
 import torch
 
-from kernels import fingerprint, measurements, provenance, timing
-from kernels.measurements import (
+from . import fingerprint, measurements, provenance, timing
+from .measurements import (
     Ceiling,
     Code,
     Measurement,
     MeasurementError,
     StaleMeasurementError,
 )
-from kernels.runtime import describe_device, interpreted, kernel_device
-from kernels.spec import BenchmarkSpec, Output, ProviderUnavailable
+from .runtime import describe_device, interpreted, kernel_device
+from .spec import BenchmarkSpec, Output, ProviderUnavailable
 
 # ||out - ref|| / ||ref|| allowed against a float64 reference: a few units of the
 # dtype's rounding error (bfloat16 has 8 significant bits, float16 11, float32 24).
@@ -444,11 +444,10 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
 
 def discover() -> dict[str, BenchmarkSpec]:
     """Every :class:`BenchmarkSpec` defined at the top level of a :mod:`kernels` module."""
-    import kernels
-
+    package = importlib.import_module(__package__)  # kernels, or ninja_gap.kernels installed
     found: dict[str, BenchmarkSpec] = {}
-    for module_info in pkgutil.iter_modules(kernels.__path__):
-        module = importlib.import_module(f"kernels.{module_info.name}")
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{__package__}.{module_info.name}")
         for value in vars(module).values():
             if isinstance(value, BenchmarkSpec):
                 if found.get(value.name, value) is not value:
@@ -510,6 +509,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     # Run as a script, this file is the module __main__, whose classes are other objects
     # than the ones the kernel modules import: call the real module's main.
-    from kernels.bench import main as kernels_bench_main
+    from .bench import main as kernels_bench_main
 
     kernels_bench_main(sys.argv[1:])

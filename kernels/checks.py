@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import torch
 
-from kernels.runtime import interpreted, kernel_device
+from .runtime import interpreted, kernel_device
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

@@ -41,7 +41,7 @@ def compile_for_gpu(
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "kernels.compiler_output", request],
+        [sys.executable, "-m", __name__, request],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     if result.returncode != 0:

@@ -15,10 +15,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_rows, check_tensor
-from kernels.launch import benchmark_rows
-from kernels.online_softmax import online_max_and_sum
-from kernels.spec import BenchmarkSpec
+from .checks import check_rows, check_tensor
+from .launch import benchmark_rows
+from .online_softmax import online_max_and_sum
+from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 IGNORE_INDEX = -100

@@ -13,7 +13,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from kernels.compiler_output import compile_for_gpu
+from .compiler_output import compile_for_gpu
 
 
 @triton.jit

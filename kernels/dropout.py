@@ -12,8 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_tensor
-from kernels.spec import BenchmarkSpec
+from .checks import check_tensor
+from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # One Philox call gives four 32-bit random numbers: each program draws BLOCK_SIZE / 4

@@ -12,6 +12,7 @@ import ast
 import hashlib
 import io
 import os
+import re
 import subprocess
 import tokenize
 from collections.abc import Iterable, Mapping
@@ -43,11 +44,20 @@ def imported_modules(source: str) -> set[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            if node.module == PACKAGE:
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node)
+            found.add(module)
+            if module == PACKAGE:
                 found.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
     return {name for name in found if _is_package_module(name)}
+
+
+def _absolute(node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, a relative one (``from .spec``, as the
+    modules of the package write it) read as absolute within the package."""
+    if node.level == 0:
+        return node.module or ""
+    return f"{PACKAGE}.{node.module}" if node.module else PACKAGE
 
 
 def closure(modules: Iterable[str]) -> list[str]:
@@ -79,7 +89,8 @@ def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
 
 def normalised_source(source: str) -> str:
     """``source`` as the code that runs: comments, docstrings, trailing spaces and blank
-    lines taken out, the rest as written.
+    lines taken out, relative imports of the package written as absolute, the rest as
+    written.
 
     The text is cut where the tokenizer finds comments and the syntax tree finds
     docstrings, so the result is the same under every Python version (printing the
@@ -96,7 +107,18 @@ def normalised_source(source: str) -> str:
         head = lines[first_line - 1][:first_col]
         tail = lines[last_line - 1][end_col:]
         lines[first_line - 1 : last_line] = [head + tail]
-    return "\n".join(line.rstrip() for line in lines if line.strip())
+    # How an import of the package is spelled does not change what runs: a relative
+    # import (``from .spec import``) counts as the absolute one it means.
+    code = [_RELATIVE_IMPORT.sub(_as_absolute, line.rstrip()) for line in lines if line.strip()]
+    return "\n".join(code)
+
+
+_RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+\.(\w*)\s+import\b")
+
+
+def _as_absolute(match: re.Match[str]) -> str:
+    module = f"{PACKAGE}.{match.group(2)}" if match.group(2) else PACKAGE
+    return f"{match.group(1)}from {module} import"
 
 
 def file_digests(modules: Iterable[str]) -> dict[str, str]:
@@ -119,8 +141,10 @@ def combine(digests: Mapping[str, str]) -> str:
 
 def code_digests(kernel_module: str) -> dict[str, str]:
     """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
-    it imports from :mod:`kernels`, and the harness's timing code."""
-    return file_digests(closure([kernel_module, TIMING_MODULE]))
+    it imports from :mod:`kernels`, and the harness's timing code. Installed, the
+    package is ``ninja_gap.kernels``: its modules count as the ``kernels`` ones."""
+    module = PACKAGE + "." + kernel_module.rpartition(f"{PACKAGE}.")[2]
+    return file_digests(closure([module, TIMING_MODULE]))
 
 
 def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:

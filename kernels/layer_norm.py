@@ -17,8 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_normalisation
-from kernels.launch import (
+from .checks import check_normalisation
+from .launch import (
     ROW_DTYPES,
     accumulator,
     as_rows,
@@ -27,7 +27,7 @@ from kernels.launch import (
     row_block,
     warps_for,
 )
-from kernels.spec import BenchmarkSpec
+from .spec import BenchmarkSpec
 
 # Rows are held whole in registers, with several row-sized values at once in the
 # backward pass; past this length they would spill.

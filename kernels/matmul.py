@@ -19,10 +19,10 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels.checks import check_tensor
-from kernels.runtime import interpreted, kernel_device
-from kernels.spec import BenchmarkSpec
-from kernels.tile_dot import tile_dot
+from .checks import check_tensor
+from .runtime import interpreted, kernel_device
+from .spec import BenchmarkSpec
+from .tile_dot import tile_dot
 
 MATMUL_DTYPES = (torch.float16, torch.bfloat16)
 ACTIVATIONS = ("none", "relu", "gelu")

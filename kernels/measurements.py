@@ -28,7 +28,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-MEASUREMENTS_DIR = Path(__file__).resolve().parent.parent / "gallery" / "measurements"
+# In a clone, the records are in gallery/measurements/; installed, the package ships them
+# as ninja_gap/measurements/, beside ninja_gap/kernels/.
+_PARENT = Path(__file__).resolve().parent.parent
+MEASUREMENTS_DIR = (
+    _PARENT / "gallery" / "measurements"
+    if (_PARENT / "gallery" / "measurements").is_dir()
+    else _PARENT / "measurements"
+)
 
 METRICS = ("GB/s", "TFLOP/s")
 ENVIRONMENT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "date", "command")

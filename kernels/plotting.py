@@ -12,8 +12,8 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from kernels.measurements import Measurement
-from kernels.provenance import caption, placeholder_caption
+from .measurements import Measurement
+from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
 PROVIDER_COLOURS = {

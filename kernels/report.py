@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels.measurements import Measurement
+from .measurements import Measurement
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02

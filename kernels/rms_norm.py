@@ -10,9 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_normalisation
-from kernels.launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
-from kernels.spec import BenchmarkSpec
+from .checks import check_normalisation
+from .launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+from .spec import BenchmarkSpec
 
 MAX_COLS = 65536
 

@@ -10,8 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_rows
-from kernels.launch import (
+from .checks import check_rows
+from .launch import (
     ROW_DTYPES,
     accumulator,
     as_rows,
@@ -20,8 +20,8 @@ from kernels.launch import (
     row_block,
     warps_for,
 )
-from kernels.online_softmax import online_max_and_sum
-from kernels.spec import BenchmarkSpec
+from .online_softmax import online_max_and_sum
+from .spec import BenchmarkSpec
 
 # Rows up to this length are held whole in registers (a 32K-value row is 128 KiB as
 # float32, half a multiprocessor's register file); longer rows take the two-pass kernel

@@ -19,8 +19,8 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from kernels.checks import check_same_layout, check_tensor
-from kernels.launch import accumulator
+from .checks import check_same_layout, check_tensor
+from .launch import accumulator
 
 # float64 is there for gradient checks against PyTorch.
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)

@@ -9,7 +9,7 @@ tensor cores compute; on the GPU they go to the tensor cores as they are.
 import triton
 import triton.language as tl
 
-from kernels.runtime import interpreted
+from .runtime import interpreted
 
 WIDEN_FOR_INTERPRETER = tl.constexpr(interpreted())
 

@@ -23,8 +23,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.patheffects import withStroke
 
-from kernels.plotting import TEXT_PT, style
-from kernels.runtime import kernel_device
+from .plotting import TEXT_PT, style
+from .runtime import kernel_device
 
 # What a lane holds when no program wrote it.
 UNTOUCHED = -1

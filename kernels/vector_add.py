@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.checks import check_same_layout, check_tensor
-from kernels.spec import BenchmarkSpec
+from .checks import check_same_layout, check_tensor
+from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 

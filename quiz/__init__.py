@@ -13,7 +13,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from quiz.directive import QuizDirective
+from .directive import QuizDirective
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from sphinx.errors import SphinxError
 from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective
 
-from quiz.bank import NAME_PATTERN, Bank, QuizBankError, load_bank
-from quiz.rst import escape
+from .bank import NAME_PATTERN, Bank, QuizBankError, load_bank
+from .rst import escape
 
 _ = get_translation("quiz")
 

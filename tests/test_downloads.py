@@ -53,6 +53,9 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     assert "# 1. With `BLOCK_SIZE = 1024`" in whole
     assert whole.count("x = 1") == 1
     assert "\nprint(x)\n" in whole
+    assert "from ninja_gap.kernels import vector_add" in downloads.whole_script(
+        "from kernels import vector_add\n", CONFIG
+    )
     compile(whole, "whole.py", "exec")
     # The cell that saves the figures imports only what it uses.
     assert "typing" not in downloads.SAVE_FIGURES
@@ -96,9 +99,17 @@ def test_every_downloaded_script_runs_outside_the_clone(
         if path.suffix != ".zip":
             text = path.read_text(encoding="utf-8")
             assert "literalinclude" not in text and "quiz::" not in text, path
-    # The course comes from the clone (on the path, as an install would put it); the
+    # The course installed from the clone, and nothing of the clone on the path: the
     # script runs in a folder of its own, as a reader's download would.
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    site = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(site), str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert not (site / "kernels").exists() and not (site / "quiz").exists()
+    env = {**os.environ, "PYTHONPATH": str(site), "MPLBACKEND": "Agg"}
     for script in scripts:
         folder = tmp_path / script.stem
         folder.mkdir()

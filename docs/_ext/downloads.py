@@ -1,6 +1,7 @@
 """Downloads that stand on their own: the gallery's ``.py`` and ``.ipynb`` files as a
 reader gets them, with the kernel code the page shows and the quiz's questions written
-out, and figures that a script run from a terminal saves.
+out, the course imported as an installed course names it (``ninja_gap.kernels``), and
+figures that a script run from a terminal saves.
 
 sphinx-gallery offers each example's own text for download, so a download would hold
 ``.. literalinclude:: /kernels/...`` where the page shows the kernel, and
@@ -32,6 +33,7 @@ _DIRECTIVE = re.compile(
     r"(?P<options>(?:(?P=indent)[ ]+:[\w-]+:.*\n)*)",
     re.MULTILINE,
 )
+_COURSE_IMPORT = re.compile(r"^([ ]*)from ((?:kernels|quiz)(?:\.\w+)*[ ]+import)", re.MULTILINE)
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
 
@@ -95,6 +97,12 @@ def _indented(text: str, indent: str) -> str:
     return "\n".join(indent + line if line else line for line in text.split("\n"))
 
 
+def installed_imports(code: str) -> str:
+    """``code`` with the course's imports as an installed course names them: in a clone
+    the folder ``kernels`` imports as ``kernels``, installed it is ``ninja_gap.kernels``."""
+    return _COURSE_IMPORT.sub(r"\1from ninja_gap.\2", code)
+
+
 def whole_script(source: str, config: Config) -> str:
     """A gallery script as a reader downloads it: directives in its prose expanded, what
     the page displays printed, figures saved at the end."""
@@ -115,7 +123,8 @@ def whole_script(source: str, config: Config) -> str:
             flush()
             # A bare name on a line of its own is what the page displays (a result
             # table); a script run from a terminal prints it instead.
-            out.append(f"print({line})" if _BARE_NAME.fullmatch(line) else line)
+            line = f"print({line})" if _BARE_NAME.fullmatch(line) else line
+            out.append(installed_imports(line))
     flush()
     script = "\n".join(out).rstrip("\n") + "\n"
     # A file rewritten by an earlier build keeps its one copy.
@@ -130,6 +139,8 @@ def whole_notebook(source: str, config: Config) -> str:
         if cell["cell_type"] == "markdown":
             text = expand_directives("".join(cell["source"]), config, fenced=True)
             cell["source"] = text.splitlines(keepends=True)
+        elif cell["cell_type"] == "code":
+            cell["source"] = installed_imports("".join(cell["source"])).splitlines(keepends=True)
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -1,0 +1,514 @@
+"""The benchmark harness: check every size, then time every provider, then record.
+
+On a GPU, :func:`measure` checks each provider against a float64 reference at every
+size, times Triton and its baselines two ways (kernel time and call time, see
+:mod:`kernels.timing`), measures the machine's ceiling in the same run, and returns a
+:class:`~kernels.measurements.Measurement` that :func:`measure_or_load` saves to
+``gallery/measurements/<name>.json``. Without a GPU nothing is timed: the kernel is
+checked in Triton's interpreter on small inputs and the recorded file is returned,
+provided it was recorded from the code as it is now (its fingerprint matches).
+
+``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) re-measures on a GPU;
+``python -m kernels.bench --stale`` lists the records that no longer match the code.
+"""
+
+import argparse
+import functools
+import importlib
+import math
+import os
+import pkgutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from . import fingerprint, measurements, provenance, timing
+from .measurements import (
+    Ceiling,
+    Code,
+    Measurement,
+    MeasurementError,
+    StaleMeasurementError,
+)
+from .runtime import describe_device, interpreted, kernel_device
+from .spec import BenchmarkSpec, Output, ProviderUnavailable
+
+# ||out - ref|| / ||ref|| allowed against a float64 reference: a few units of the
+# dtype's rounding error (bfloat16 has 8 significant bits, float16 11, float32 24).
+RELATIVE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-5}
+
+# Set to 1 by ``nox -s docs -- --draft``: a benchmark with no record, or a stale one,
+# is drawn as a labelled placeholder instead of failing the build.
+DRAFT_VARIABLE = "NINJA_GAP_DRAFT"
+# Set to 0 to use the records on a GPU machine instead of measuring (the tests do).
+MEASURE_VARIABLE = "NINJA_GAP_MEASURE"
+
+
+def draft() -> bool:
+    """Whether this is a draft build, which draws placeholders for missing records."""
+    return os.environ.get(DRAFT_VARIABLE) == "1"
+
+
+def measuring() -> bool:
+    """Whether benchmarks are measured here: on a GPU, unless $NINJA_GAP_MEASURE is 0."""
+    return not interpreted() and os.environ.get(MEASURE_VARIABLE) != "0"
+
+
+class CorrectnessError(AssertionError):
+    """A provider's output differs from the float64 reference by more than the tolerance."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one correctness check, printable as one line."""
+
+    benchmark: str
+    provider: str
+    x_name: str
+    size: int
+    dtype: torch.dtype
+    relative_error: float
+    tolerance: float
+
+    def __str__(self) -> str:
+        dtype = str(self.dtype).removeprefix("torch.")
+        return (
+            f"{self.provider} {self.benchmark}, {self.x_name}={self.size:,}, {dtype}: "
+            f"relative error {self.relative_error:.1e} <= {self.tolerance:.0e}: OK"
+        )
+
+
+def relative_error(out: Output, reference: Output) -> float:
+    """``||out - ref|| / ||ref||`` in float64, the worst over the tensors of a tuple;
+    infinite if ``out`` holds NaN or infinity."""
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = reference if isinstance(reference, tuple) else (reference,)
+    if len(outs) != len(refs):
+        raise ValueError(f"{len(outs)} outputs against {len(refs)} references")
+    worst = 0.0
+    for one, ref in zip(outs, refs, strict=True):
+        one64, ref64 = one.double(), ref.double()
+        if not torch.isfinite(one64).all():
+            return math.inf
+        ref_norm = torch.linalg.vector_norm(ref64).item()
+        err_norm = torch.linalg.vector_norm(one64 - ref64).item()
+        worst = max(worst, err_norm / ref_norm if ref_norm > 0 else err_norm)
+    return worst
+
+
+def _float64(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.double() if tensor.is_floating_point() else tensor
+
+
+def _forward_for_backward(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """Run ``fn`` on the inputs of a backward benchmark, the ``grad_inputs`` made leaves
+    that require gradients; return the output, its gradient (the last input) and the leaves."""
+    *args, grad_output = inputs
+    args = [t.detach().requires_grad_() if i in spec.grad_inputs else t for i, t in enumerate(args)]
+    return fn(*args), grad_output, [args[i] for i in spec.grad_inputs]
+
+
+def evaluate(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> Output:
+    """What the check compares: ``fn``'s output, or for a backward benchmark the gradients
+    of the ``grad_inputs`` after back-propagating the last input through ``fn``."""
+    if not spec.backward:
+        return fn(*inputs)
+    out, grad_output, leaves = _forward_for_backward(spec, fn, inputs)
+    out.backward(grad_output)
+    return tuple(leaf.grad for leaf in leaves)
+
+
+def _poison_free_memory(like: torch.Tensor) -> None:
+    # Fill a block the size of the output with NaN and free it: the caching allocator
+    # tends to hand that block to the next output, so elements a kernel fails to
+    # write show up as NaN instead of as an earlier run's correct values.
+    torch.full(like.shape, math.nan, dtype=torch.float32, device=like.device)
+
+
+def check(
+    spec: BenchmarkSpec,
+    size: int,
+    provider: Callable[..., torch.Tensor] | None = None,
+    *,
+    provider_name: str = "Triton",
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
+) -> CheckResult:
+    """Run ``provider`` (the Triton launcher by default) on random inputs of ``size`` and
+    compare with the reference evaluated in float64 on the same device (for a backward
+    benchmark, compare the gradients).
+
+    Raises :class:`CorrectnessError` if the relative error exceeds the dtype's tolerance.
+    """
+    dtype = dtype or spec.dtype
+    device = kernel_device()
+    generator = torch.Generator(device=device).manual_seed(seed)
+    inputs = spec.make_inputs(size, dtype, device, generator)
+    _poison_free_memory(inputs[0])
+    out = evaluate(spec, provider or spec.triton, inputs)
+    reference = evaluate(spec, spec.reference or spec.torch_eager, [_float64(t) for t in inputs])
+    error = relative_error(out, reference)
+    tolerance = RELATIVE_TOLERANCE[dtype]
+    if not error <= tolerance:
+        raise CorrectnessError(
+            f"{spec.name} [{provider_name}] at {spec.x_name}={size:,} ({dtype}): relative error "
+            f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference"
+        )
+    return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, tolerance)
+
+
+def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    # A fresh static compile per size: dynamo's recompile limit would otherwise send
+    # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
+    torch._dynamo.reset()
+    # Timing calls backward() again and again on one graph (retain_graph=True), which
+    # compiled graphs that donate their buffers to the backward pass refuse.
+    torch._functorch.config.donated_buffer = False
+    return torch.compile(fn, dynamic=False)
+
+
+def providers(spec: BenchmarkSpec) -> dict[str, Callable[..., Output]]:
+    """The timed providers of ``spec`` by series name, for one size (``torch.compile`` is
+    compiled afresh each time this is called)."""
+    if spec.baselines is None:
+        return {
+            "Triton": spec.triton,
+            "PyTorch": spec.torch_eager,
+            "torch.compile": _compiled_for_one_shape(spec.torch_eager),
+        }
+    return {"Triton": spec.triton, **spec.baselines}
+
+
+def _timed_call(
+    spec: BenchmarkSpec, fn: Callable[..., Output], inputs: Sequence[torch.Tensor]
+) -> tuple[Callable[[], Any], list[torch.Tensor]]:
+    """What to time for one provider, and the tensors whose gradients to clear."""
+    if not spec.backward:
+        return (lambda: fn(*inputs)), []
+    # The forward pass runs once, outside the timing; each timed run is one backward.
+    out, grad_output, leaves = _forward_for_backward(spec, fn, inputs)
+    return (lambda: out.backward(grad_output, retain_graph=True)), leaves
+
+
+def peak_memory_mb(step: Callable[[], None]) -> float | None:
+    """Peak GPU memory that ``step`` allocates beyond what is already allocated, in MB;
+    None if it ran out of memory."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    try:
+        step()
+    except torch.cuda.OutOfMemoryError:
+        pass
+    else:
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - before) / 1e6
+    # Out of memory. Here, past the except block, the traceback that held the step's
+    # partial tensors is gone, so their memory can be returned.
+    torch.cuda.empty_cache()
+    return None
+
+
+def code_of(spec: BenchmarkSpec) -> Code:
+    """The fingerprint of the code that ``spec`` runs now, with its files and the commit."""
+    files = fingerprint.code_digests(spec.module)
+    return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
+
+
+class _Unavailable:
+    """Why each provider could not run or be timed, and at which sizes."""
+
+    def __init__(self, x_name: str) -> None:
+        self.x_name = x_name
+        self.sizes: dict[str, dict[str, list[int]]] = {}
+
+    def add(self, provider: str, size: int, reason: object) -> None:
+        self.sizes.setdefault(provider, {}).setdefault(str(reason), []).append(size)
+
+    def reasons(self) -> dict[str, str]:
+        """One line per provider: ``at N=1,024 and 2,048: reason``."""
+        return {
+            provider: "; ".join(
+                f"at {self.x_name}={', '.join(f'{s:,}' for s in sizes)}: {reason}"
+                for reason, sizes in by_reason.items()
+            )
+            for provider, by_reason in self.sizes.items()
+        }
+
+
+def _what_is_measured(spec: BenchmarkSpec) -> dict[str, Any]:
+    # The fields of a record that come from the spec alone: what, at which sizes, how much.
+    return {
+        "benchmark": spec.name,
+        "metric": spec.metric,
+        "x_name": spec.x_name,
+        "dtype": str(spec.dtype).removeprefix("torch."),
+        "x": tuple(spec.gpu_sizes),
+        "work": tuple(float(spec.work(size, spec.dtype)) for size in spec.gpu_sizes),
+    }
+
+
+def measure(spec: BenchmarkSpec) -> Measurement:
+    """Check, then time, every provider at every GPU size, two ways; return the record.
+
+    A baseline that raises :class:`ProviderUnavailable` at a size's check, or whose
+    kernel time the profiler cannot split into calls, is ``null`` at that size, and the
+    reason is recorded under ``unavailable``. Triton must run everywhere.
+    """
+    if interpreted():
+        raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
+    device = kernel_device()
+    names = spec.series_names
+    series: dict[str, list[float | None]] = {name: [] for name in names}
+    call_series: dict[str, list[float | None]] = {name: [] for name in names}
+    unavailable = _Unavailable(spec.x_name)
+    peak_memory: dict[str, list[float | None]] = {n: [] for n in (*names, *spec.memory_only)}
+    # For a GB/s benchmark, a copy that moves as many bytes as one call, timed alike: the
+    # rate a perfect kernel of that size could expect, cache effects included.
+    same_size_copy: list[float] = []
+    worst_error = 0.0
+    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    for index, size in enumerate(spec.gpu_sizes):
+        work = spec.work(size, spec.dtype)
+        running = providers(spec)
+        for name, fn in list(running.items()):
+            if name != "Triton" and not spec.check_baselines:
+                continue
+            # Fresh random inputs for every check: a fast version must be right on any input.
+            try:
+                result = check(spec, size, fn, provider_name=name, seed=index + 1)
+            except ProviderUnavailable as reason:
+                if name == "Triton":
+                    raise
+                unavailable.add(name, size, reason)
+                del running[name]
+                continue
+            worst_error = max(worst_error, result.relative_error)
+        generator = torch.Generator(device=device).manual_seed(size)
+        inputs = spec.make_inputs(size, spec.dtype, device, generator)
+        for name in names:
+            kernel_rate = call_rate = None
+            if name in running:
+                call, leaves = _timed_call(spec, running[name], inputs)
+                try:
+                    kernel_rate = work / timing.kernel_time_ms(call, leaves) / scale
+                except timing.KernelTimeUnavailable as reason:
+                    if name == "Triton":
+                        raise
+                    unavailable.add(name, size, f"kernel time: {reason}")
+                else:
+                    call_rate = work / timing.call_time_ms(call, leaves) / scale
+                del call, leaves
+            series[name].append(kernel_rate)
+            call_series[name].append(call_rate)
+        if spec.metric == "GB/s":
+            same_size_copy.append(timing.copy_rate(work))
+        if spec.peak_memory_step is not None:
+            for name, fn in {**running, **spec.memory_only}.items():
+                step = functools.partial(spec.peak_memory_step, fn, inputs)
+                peak_memory[name].append(peak_memory_mb(step))
+            for name in set(names) - set(running):
+                peak_memory[name].append(None)
+        del inputs, running
+        torch.cuda.empty_cache()
+        print(
+            f"{spec.name} {spec.x_name}={size:>11,}: "
+            + "  ".join(f"{n} {_shown(v[-1])}" for n, v in series.items())
+            + f" {spec.metric} (kernel time)",
+            flush=True,
+        )
+    ceiling = timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
+    return Measurement(
+        **_what_is_measured(spec),
+        series={name: tuple(values) for name, values in series.items()},
+        call_series={name: tuple(values) for name, values in call_series.items()},
+        ceiling=Ceiling(
+            name=ceiling.pop("name"),
+            value=ceiling.pop("value"),
+            timings=ceiling.pop("timings"),
+            details=ceiling,
+        ),
+        code=code_of(spec),
+        environment=provenance.capture(),
+        unavailable=unavailable.reasons(),
+        same_size_copy=tuple(same_size_copy) if same_size_copy else None,
+        peak_memory_mb=(
+            {name: tuple(values) for name, values in peak_memory.items()}
+            if spec.peak_memory_step is not None
+            else None
+        ),
+        details={
+            **spec.details,
+            "pass": "backward" if spec.backward else "forward",
+            "timing": {
+                "kernel_time": (
+                    "median over repeated calls of the summed durations of each call's GPU "
+                    "kernels, memsets and copies (torch.profiler, CUPTI), L2 flushed before each"
+                ),
+                "call_time": "triton.testing.do_bench, median, L2 flushed before each call",
+                "call_warmup_ms": timing.WARMUP_MS,
+                "call_rep_ms": timing.REP_MS,
+            },
+            "check": {
+                "reference": "float64",
+                "providers": list(names) if spec.check_baselines else ["Triton"],
+                "worst_relative_error": worst_error,
+            },
+        },
+        fresh=True,
+    )
+
+
+def _shown(rate: float | None) -> str:
+    return "     n/a" if rate is None else f"{rate:9.1f}"
+
+
+def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
+    """The files that changed since ``measurement`` was recorded from ``spec``'s code
+    (empty when its fingerprint matches the code as it is now)."""
+    current = code_of(spec)
+    if current.fingerprint == measurement.code.fingerprint:
+        return []
+    return fingerprint.changed_files(measurement.code.files, current.files) or ["(unknown)"]
+
+
+def load_current(spec: BenchmarkSpec) -> Measurement:
+    """The recorded measurement of ``spec``, which must come from the code as it is now.
+
+    Raises :class:`~kernels.measurements.StaleMeasurementError` naming the record and
+    the files that changed, or :class:`~kernels.measurements.MeasurementError` when the
+    record is missing or malformed.
+    """
+    measurement = measurements.load(spec.name, metric=spec.metric)
+    changed = stale_files(measurement, spec)
+    if changed:
+        raise StaleMeasurementError(
+            f"{measurements.path_for(spec.name)} is stale: it was recorded from other code "
+            f"than runs now ({', '.join(changed)} changed since commit "
+            f"{measurement.code.commit}). Re-measure it on a GPU (`nox -s bench -- "
+            f"{spec.name}`), or build a draft (`nox -s docs -- --draft`)."
+        )
+    return measurement
+
+
+def placeholder(spec: BenchmarkSpec, reason: str) -> Measurement:
+    """A stand-in for a record a draft build cannot use: no numbers, a reason."""
+    empty: dict[str, tuple[float | None, ...]] = {}
+    return Measurement(
+        **_what_is_measured(spec),
+        series=empty,
+        call_series=empty,
+        ceiling=Ceiling(name="not measured", value=math.nan, timings=0),
+        code=code_of(spec),
+        environment={},
+        details={"reason": reason},
+        placeholder=True,
+    )
+
+
+def recorded(spec: BenchmarkSpec) -> Measurement:
+    """The record of ``spec`` that a page may draw: one from the code as it is now.
+
+    A draft build (``$NINJA_GAP_DRAFT`` = 1) gets a placeholder instead of an error when
+    the record is missing, malformed or stale.
+    """
+    try:
+        return load_current(spec)
+    except MeasurementError as error:
+        if not draft():
+            raise
+        print(f"Draft build: {error}")
+        return placeholder(spec, str(error))
+
+
+def measure_or_load(spec: BenchmarkSpec) -> Measurement:
+    """On a GPU, measure ``spec`` and record the file; otherwise check the kernel at its
+    small sizes, print the checks, and return :func:`recorded`."""
+    if measuring():
+        measurement = measure(spec)
+        path = measurements.save(measurement)
+        print(f"Recorded {path.name} on {measurement.environment['gpu']}.")
+        return measurement
+    print(f"Not measuring here: checking {spec.name} on {describe_device()}.")
+    for size in spec.interpreter_sizes:
+        print(check(spec, size))
+    return recorded(spec)
+
+
+def discover() -> dict[str, BenchmarkSpec]:
+    """Every :class:`BenchmarkSpec` defined at the top level of a :mod:`kernels` module."""
+    package = importlib.import_module(__package__)  # kernels, or ninja_gap.kernels installed
+    found: dict[str, BenchmarkSpec] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{__package__}.{module_info.name}")
+        for value in vars(module).values():
+            if isinstance(value, BenchmarkSpec):
+                if found.get(value.name, value) is not value:
+                    raise ValueError(f"two benchmarks are named {value.name!r}")
+                found[value.name] = value
+    return dict(sorted(found.items()))
+
+
+def stale_report(specs: dict[str, BenchmarkSpec]) -> list[str]:
+    """One line per record that the build would refuse: missing, malformed, stale, or
+    left over from a benchmark that no longer exists."""
+    problems = []
+    for spec in specs.values():
+        try:
+            load_current(spec)
+        except MeasurementError as error:
+            problems.append(str(error))
+    for name in sorted(set(measurements.recorded_benchmarks()) - set(specs)):
+        problems.append(f"{measurements.path_for(name)}: no benchmark is named {name!r}")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: measure the named benchmarks (all by default) and record their files,
+    or with ``--stale`` list the records that do not match the code."""
+    specs = discover()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"benchmarks to measure (default: all of {', '.join(specs)})",
+    )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="list every record whose code fingerprint no longer matches, and exit 1 if any",
+    )
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(specs))
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(specs)}")
+    if args.stale:
+        chosen = {name: specs[name] for name in args.names} if args.names else specs
+        problems = stale_report(chosen)
+        for line in problems:
+            print(line)
+        if problems:
+            parser.exit(1, f"{len(problems)} of {len(chosen)} records cannot be drawn\n")
+        print(f"All {len(chosen)} records match the code.")
+        return
+    if interpreted():
+        parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
+    for name in args.names or specs:
+        path = measurements.save(measure(specs[name]))
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    # Run as a script, this file is the module __main__, whose classes are other objects
+    # than the ones the kernel modules import: call the real module's main.
+    from .bench import main as kernels_bench_main
+
+    kernels_bench_main(sys.argv[1:])

@@ -1,0 +1,111 @@
+"""Input checks shared by the launchers: every bad input gets an error that names it.
+
+A Triton kernel trusts its pointers: a CPU tensor handed to a GPU kernel, a strided view
+or a tensor of another dtype gives a crash or a silently wrong answer. Launchers call
+these checks first so that the mistake is reported in the caller's terms.
+"""
+
+from collections.abc import Iterable
+
+import torch
+
+from .runtime import interpreted, kernel_device
+
+
+def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
+    return ", ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
+
+
+def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+    """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
+
+    Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
+    for a tensor on the wrong device or a non-contiguous one.
+    """
+    dtypes = tuple(dtypes)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.dtype not in dtypes:
+        raise TypeError(
+            f"{name} has dtype {str(value.dtype).removeprefix('torch.')}; "
+            f"this kernel takes {_dtype_names(dtypes)}"
+        )
+    expected = kernel_device()
+    if value.device.type != expected.type:
+        where = (
+            "Triton's interpreter runs on the CPU" if interpreted() else "kernels run on the GPU"
+        )
+        raise ValueError(
+            f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
+        )
+    if not value.is_contiguous():
+        raise ValueError(
+            f"{name} is not contiguous (strides {tuple(value.stride())}); "
+            "this kernel reads memory in order: pass .contiguous()"
+        )
+    return value
+
+
+def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch.Tensor) -> None:
+    """Check that two checked tensors share device, dtype and shape, naming both on failure."""
+    a, b = names
+    if first.device != second.device:
+        raise ValueError(f"{a} is on {first.device} but {b} is on {second.device}")
+    if first.dtype != second.dtype:
+        raise TypeError(
+            f"{a} is {str(first.dtype).removeprefix('torch.')} but "
+            f"{b} is {str(second.dtype).removeprefix('torch.')}: cast one of them"
+        )
+    if first.shape != second.shape:
+        raise ValueError(
+            f"{a} has shape {tuple(first.shape)} but {b} has shape {tuple(second.shape)}"
+        )
+
+
+def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+    """Check a tensor that a row-wise kernel reads: as :func:`check_tensor`, with at least
+    one dimension and a non-empty last dimension (the row)."""
+    tensor = check_tensor(name, value, dtypes)
+    if tensor.dim() == 0 or tensor.shape[-1] == 0:
+        raise ValueError(
+            f"{name} has shape {tuple(tensor.shape)}; it needs rows of at least one value"
+        )
+    return tensor
+
+
+def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
+    """Check a per-column parameter (a weight or a bias) of a row-wise kernel on ``like``."""
+    if isinstance(value, torch.Tensor) and value.dtype != like.dtype:
+        raise TypeError(
+            f"{name} is {str(value.dtype).removeprefix('torch.')} but the input is "
+            f"{str(like.dtype).removeprefix('torch.')}: cast one of them"
+        )
+    tensor = check_tensor(name, value, (like.dtype,))
+    n_cols = like.shape[-1]
+    if tuple(tensor.shape) != (n_cols,):
+        raise ValueError(
+            f"{name} has shape {tuple(tensor.shape)}; it must be ({n_cols},), one per column"
+        )
+    return tensor
+
+
+def check_normalisation(
+    x: object,
+    parameters: dict[str, object],
+    eps: float,
+    max_cols: int,
+    dtypes: Iterable[torch.dtype],
+) -> torch.Tensor:
+    """Check the inputs of a normalisation over the last dimension: ``x`` as
+    :func:`check_rows`, each per-column parameter as :func:`check_parameter`, rows no
+    longer than ``max_cols`` (what fits in registers) and a positive ``eps``."""
+    tensor = check_rows("x", x, dtypes)
+    for name, value in parameters.items():
+        check_parameter(name, value, tensor)
+    if tensor.shape[-1] > max_cols:
+        raise ValueError(
+            f"x has rows of {tensor.shape[-1]} values; this kernel takes at most {max_cols}"
+        )
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    return tensor

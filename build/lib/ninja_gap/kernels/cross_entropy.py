@@ -1,0 +1,267 @@
+"""Fused cross-entropy, forward and backward, that never holds the softmax in memory.
+
+``loss = mean over rows of (logsumexp(logits) - logits[target])``. In PyTorch,
+``cross_entropy`` computes ``log_softmax`` of the whole (rows, vocabulary) matrix, keeps
+it for the backward pass, and then picks one value per row: for a large vocabulary that
+matrix is as big as the logits themselves. The forward kernel here streams each row
+once, keeping a running maximum and sum (the online logsumexp), and stores one number
+per row; the backward kernel reads the logits again and writes the gradient
+``softmax(logits) - onehot(target)`` directly, scaled by the upstream gradient.
+"""
+
+import dataclasses
+
+import torch
+import triton
+import triton.language as tl
+
+from .checks import check_rows, check_tensor
+from .launch import benchmark_rows
+from .online_softmax import online_max_and_sum
+from .spec import BenchmarkSpec
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+IGNORE_INDEX = -100
+# Each program walks its row in tiles of BLOCK_SIZE logits. Warps, and how many tiles
+# Triton prefetches, were chosen by sweeps on an H200 (prefetching did not pay here).
+BLOCK_SIZE = 8192
+FORWARD_WARPS = 4
+FORWARD_STAGES = 1
+BACKWARD_WARPS = 8
+# The mean of the row losses is one program's work; with 16 warps it reads 4096 rows at
+# once, which took about 3 us off a call on an H200 (a 4-warp, 1024-row loop took 7 us).
+MEAN_BLOCK = 4096
+MEAN_WARPS = 16
+
+
+@triton.jit
+def cross_entropy_forward_kernel(
+    logits_ptr,
+    targets_ptr,
+    losses_ptr,
+    lse_ptr,
+    n_cols,
+    ignore_index,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    EVEN: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * n_cols
+    # Online logsumexp: one pass over the row, nothing row-sized is stored. EVEN: the
+    # row is a whole number of tiles, so the loads need no mask.
+    running_max, running_sum = online_max_and_sum(
+        row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
+    )
+    lse = running_max + tl.log(running_sum)
+    target = tl.load(targets_ptr + row)
+    valid = target != ignore_index
+    # Never read outside the row: an unchecked out-of-range target gives a NaN loss.
+    in_range = (target >= 0) & (target < n_cols)
+    target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
+    tl.store(losses_ptr + row, tl.where(valid, lse - target_logit, 0.0))
+    tl.store(lse_ptr + row, lse)
+
+
+@triton.jit
+def mean_loss_kernel(
+    losses_ptr, targets_ptr, loss_ptr, n_valid_ptr, n_rows, ignore_index, BLOCK_SIZE: tl.constexpr
+):
+    # One program: the sum of the row losses over the number of rows that count.
+    total = tl.zeros((BLOCK_SIZE,), losses_ptr.dtype.element_ty)
+    count = tl.zeros((BLOCK_SIZE,), tl.int32)
+    for start in range(0, n_rows, BLOCK_SIZE):
+        rows = start + tl.arange(0, BLOCK_SIZE)
+        mask = rows < n_rows
+        total += tl.load(losses_ptr + rows, mask=mask, other=0.0)
+        targets = tl.load(targets_ptr + rows, mask=mask, other=ignore_index)
+        count += (targets != ignore_index).to(tl.int32)
+    n_valid = tl.sum(count, axis=0)
+    tl.store(n_valid_ptr, n_valid)
+    tl.store(loss_ptr, tl.sum(total, axis=0) / n_valid)
+
+
+@triton.jit
+def cross_entropy_backward_kernel(
+    logits_ptr,
+    targets_ptr,
+    lse_ptr,
+    grad_loss_ptr,
+    n_valid_ptr,
+    dlogits_ptr,
+    n_cols,
+    ignore_index,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    target = tl.load(targets_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    # d(mean loss)/d(logit) = (softmax - onehot) / n_valid, times the upstream gradient;
+    # both scalars are read on the device, so the host never waits for them.
+    scale = tl.load(grad_loss_ptr).to(ACC) / tl.load(n_valid_ptr).to(ACC)
+    scale = tl.where(target != ignore_index, scale, 0.0)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        offsets = start + cols
+        mask = offsets < n_cols
+        x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(ACC)
+        probability = tl.exp(x - lse)
+        grad = (probability - tl.where(offsets == target, 1.0, 0.0)) * scale
+        tl.store(
+            dlogits_ptr + row * n_cols + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask
+        )
+
+
+def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
+    return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
+
+
+class CrossEntropyFunction(torch.autograd.Function):
+    """Autograd wiring: keeps the logits (already in memory) and one logsumexp per row."""
+
+    @staticmethod
+    def forward(ctx, logits, targets, ignore_index):
+        n_rows, n_cols = logits.shape
+        acc_torch, acc_triton = _accumulator(logits.dtype)
+        losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+        lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+        cross_entropy_forward_kernel[(n_rows,)](
+            logits, targets, losses, lse, n_cols, ignore_index, ACC=acc_triton,
+            BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
+            num_warps=FORWARD_WARPS,
+        )  # fmt: skip
+        loss = torch.empty((), dtype=acc_torch, device=logits.device)
+        n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
+        mean_loss_kernel[(1,)](
+            losses, targets, loss, n_valid, n_rows, ignore_index,
+            BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
+        )  # fmt: skip
+        ctx.save_for_backward(logits, targets, lse, n_valid)
+        ctx.ignore_index = ignore_index
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        logits, targets, lse, n_valid = ctx.saved_tensors
+        n_rows, n_cols = logits.shape
+        dlogits = torch.empty_like(logits)
+        cross_entropy_backward_kernel[(n_rows,)](
+            logits, targets, lse, grad_loss, n_valid, dlogits, n_cols, ctx.ignore_index,
+            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=BACKWARD_WARPS,
+        )  # fmt: skip
+        return dlogits, None, None
+
+
+def cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    ignore_index: int = IGNORE_INDEX,
+    *,
+    check_targets: bool = True,
+) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` (rows, classes) against ``targets`` (rows,).
+
+    Rows whose target is ``ignore_index`` count for nothing, as in PyTorch. The loss is
+    returned in float32 (float64 for float64 logits). ``logits``: contiguous float
+    matrix on the Triton device; ``targets``: int64 class indices on the same device.
+
+    ``check_targets`` raises ``ValueError`` for a target outside ``0..classes-1``; the
+    check waits for the GPU once per call. A training loop that trusts its targets can
+    turn it off: an out-of-range target then gives a NaN loss, never a read outside
+    the row.
+    """
+    check_rows("logits", logits, SUPPORTED_DTYPES)
+    check_tensor("targets", targets, (torch.int64,))
+    if logits.dim() != 2:
+        raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")
+    if tuple(targets.shape) != (logits.shape[0],):
+        raise ValueError(
+            f"targets has shape {tuple(targets.shape)}; it must be ({logits.shape[0]},), "
+            "one class index per row of logits"
+        )
+    n_classes = logits.shape[1]
+    if check_targets:
+        out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
+        if bool(out_of_range.any()):
+            bad = targets[out_of_range][0].item()
+            raise ValueError(
+                f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)"
+            )
+    return CrossEntropyFunction.apply(logits, targets, ignore_index)
+
+
+def torch_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """PyTorch's ``torch.nn.functional.cross_entropy`` (mean over rows)."""
+    return torch.nn.functional.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+
+
+ROWS = 4096
+
+
+def make_inputs(
+    n_classes: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits for ROWS tokens over ``n_classes`` classes, and random targets."""
+    rows = benchmark_rows(device, ROWS)
+    logits = torch.randn(rows, n_classes, dtype=dtype, device=device, generator=generator)
+    targets = torch.randint(0, n_classes, (rows,), device=device, generator=generator)
+    return logits, targets
+
+
+def make_backward_inputs(
+    n_classes: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """The forward inputs, and the upstream gradient of the (scalar) loss."""
+    logits, targets = make_inputs(n_classes, dtype, device, generator)
+    return logits, targets, torch.rand((), device=device, generator=generator) + 0.5
+
+
+def training_step(loss_fn, inputs: tuple[torch.Tensor, ...]) -> None:
+    """Forward and backward through ``loss_fn``: what the peak-memory figure measures."""
+    logits, targets = inputs
+    loss_fn(logits.detach().requires_grad_(), targets).backward()
+
+
+def forward_bytes(n_classes: int, dtype: torch.dtype) -> int:
+    """Read the logits once (the targets and the per-row results are small)."""
+    return ROWS * n_classes * dtype.itemsize
+
+
+def backward_bytes(n_classes: int, dtype: torch.dtype) -> int:
+    """Read the logits once and write their gradient once."""
+    return 2 * ROWS * n_classes * dtype.itemsize
+
+
+SIZES = tuple(2**p for p in range(10, 18))
+
+
+def triton_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The benchmarked call: targets are known to be in range, as PyTorch assumes on a GPU."""
+    return cross_entropy(logits, targets, check_targets=False)
+
+
+BENCHMARK = BenchmarkSpec(
+    name="cross_entropy",
+    metric="GB/s",
+    x_name="V",
+    dtype=torch.bfloat16,
+    gpu_sizes=SIZES,
+    interpreter_sizes=(1, 1000, 5000),
+    make_inputs=make_inputs,
+    triton=triton_cross_entropy,
+    torch_eager=torch_cross_entropy,
+    work=forward_bytes,
+    peak_memory_step=training_step,
+    details={"rows": ROWS},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="cross_entropy_backward",
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0,),
+    peak_memory_step=None,
+)

@@ -1,0 +1,171 @@
+"""The fingerprint of the code a benchmark runs, so that a record can tell it is stale.
+
+A benchmark runs its kernel module, every :mod:`kernels` module that module imports
+(directly or through another), and the harness's timing code (:mod:`kernels.timing` and
+its imports). Each file is hashed without its comments, docstrings and blank lines, so
+that an edit of those does not count and any change to code that runs does; the
+fingerprint is a hash over those files. A record keeps the hash of each
+file too, so that a stale record can say which files changed.
+"""
+
+import ast
+import hashlib
+import io
+import os
+import re
+import subprocess
+import tokenize
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = "kernels"
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPOSITORY = PACKAGE_DIR.parent
+# The harness's timing code, part of every benchmark's fingerprint.
+TIMING_MODULE = "kernels.timing"
+# Set on machines whose copy of the repository has no git history (a GPU runner given
+# a bare working tree), so that a record still names the commit it measured.
+COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
+
+
+def module_path(module: str) -> Path:
+    """The source file of a :mod:`kernels` module, such as ``kernels/softmax.py``."""
+    return PACKAGE_DIR / f"{module.removeprefix(PACKAGE + '.')}.py"
+
+
+def _is_package_module(name: str) -> bool:
+    return name.startswith(PACKAGE + ".") and module_path(name).is_file()
+
+
+def imported_modules(source: str) -> set[str]:
+    """The :mod:`kernels` modules that ``source`` imports anywhere (``import kernels.x``,
+    ``from kernels.x import y``, ``from kernels import x``), found in its syntax tree."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node)
+            found.add(module)
+            if module == PACKAGE:
+                found.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
+    return {name for name in found if _is_package_module(name)}
+
+
+def _absolute(node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, a relative one (``from .spec``, as the
+    modules of the package write it) read as absolute within the package."""
+    if node.level == 0:
+        return node.module or ""
+    return f"{PACKAGE}.{node.module}" if node.module else PACKAGE
+
+
+def closure(modules: Iterable[str]) -> list[str]:
+    """``modules`` and every :mod:`kernels` module they import, directly or not, sorted."""
+    seen: set[str] = set()
+    pending = [m for m in modules if _is_package_module(m)]
+    while pending:
+        module = pending.pop()
+        if module not in seen:
+            seen.add(module)
+            pending.extend(imported_modules(module_path(module).read_text(encoding="utf-8")))
+    return sorted(seen)
+
+
+def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
+    """Where the docstrings of a module, its classes and its functions are, as
+    (first line, first column, last line, end column)."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                spans.append(
+                    (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset)
+                )
+    return spans
+
+
+def normalised_source(source: str) -> str:
+    """``source`` as the code that runs: comments, docstrings, trailing spaces and blank
+    lines taken out, relative imports of the package written as absolute, the rest as
+    written.
+
+    The text is cut where the tokenizer finds comments and the syntax tree finds
+    docstrings, so the result is the same under every Python version (printing the
+    syntax tree back would not be: ``ast.unparse`` writes f-strings differently in
+    Python 3.11 and 3.12).
+    """
+    lines = source.splitlines()
+    cuts = list(_docstring_spans(ast.parse(source)))
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            cuts.append((*token.start, *token.end))
+    # Cut from the end, so that earlier positions stay valid.
+    for first_line, first_col, last_line, end_col in sorted(cuts, reverse=True):
+        head = lines[first_line - 1][:first_col]
+        tail = lines[last_line - 1][end_col:]
+        lines[first_line - 1 : last_line] = [head + tail]
+    # How an import of the package is spelled does not change what runs: a relative
+    # import (``from .spec import``) counts as the absolute one it means.
+    code = [_RELATIVE_IMPORT.sub(_as_absolute, line.rstrip()) for line in lines if line.strip()]
+    return "\n".join(code)
+
+
+_RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+\.(\w*)\s+import\b")
+
+
+def _as_absolute(match: re.Match[str]) -> str:
+    module = f"{PACKAGE}.{match.group(2)}" if match.group(2) else PACKAGE
+    return f"{match.group(1)}from {module} import"
+
+
+def file_digests(modules: Iterable[str]) -> dict[str, str]:
+    """The hash of each module's normalised source, by path relative to the repository."""
+    digests = {}
+    for module in modules:
+        path = module_path(module)
+        code = normalised_source(path.read_text(encoding="utf-8"))
+        digests[path.relative_to(REPOSITORY).as_posix()] = hashlib.sha256(
+            code.encode("utf-8")
+        ).hexdigest()[:16]
+    return dict(sorted(digests.items()))
+
+
+def combine(digests: Mapping[str, str]) -> str:
+    """One fingerprint for a set of files: a hash over their paths and hashes."""
+    text = "\n".join(f"{path} {digest}" for path, digest in sorted(digests.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def code_digests(kernel_module: str) -> dict[str, str]:
+    """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
+    it imports from :mod:`kernels`, and the harness's timing code. Installed, the
+    package is ``ninja_gap.kernels``: its modules count as the ``kernels`` ones."""
+    module = PACKAGE + "." + kernel_module.rpartition(f"{PACKAGE}.")[2]
+    return file_digests(closure([module, TIMING_MODULE]))
+
+
+def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
+    """The files whose hash differs between two sets of digests, or that only one has."""
+    return sorted(p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p))
+
+
+def commit() -> str:
+    """The commit of the working tree: ``$NINJA_GAP_COMMIT`` if set, else git's HEAD
+    (with ``-dirty`` when files under ``kernels/`` differ from it), else ``unknown``."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", PACKAGE],
+            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}-dirty" if dirty else head

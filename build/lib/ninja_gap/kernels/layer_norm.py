@@ -1,0 +1,444 @@
+"""LayerNorm, forward and backward, wired into autograd.
+
+``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`` over the last dimension.
+The forward kernel reads each row once, writes it once and keeps two numbers per row
+(the mean and the inverse standard deviation) for the backward pass. The backward
+kernel reads ``x`` and ``dy`` once, writes ``dx``, and sums the weight and bias
+gradients over rows in registers: each program keeps a partial sum over the rows it
+handles, and a second, small kernel adds up the partial sums. For rows longer than
+FUSED_BACKWARD_MAX_COLS those partial sums no longer fit in registers beside the row;
+there one kernel writes ``dx`` and another reads ``x`` and ``dy`` a second time, in
+column strips, for the weight and bias gradients.
+"""
+
+import dataclasses
+
+import torch
+import triton
+import triton.language as tl
+
+from .checks import check_normalisation
+from .launch import (
+    ROW_DTYPES,
+    accumulator,
+    as_rows,
+    benchmark_rows,
+    resident_programs,
+    row_block,
+    warps_for,
+)
+from .spec import BenchmarkSpec
+
+# Rows are held whole in registers, with several row-sized values at once in the
+# backward pass; past this length they would spill.
+MAX_COLS = 16384
+
+
+@triton.jit
+def layer_norm_forward_kernel(
+    x_ptr,
+    weight_ptr,
+    bias_ptr,
+    out_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    # EVEN: the row fills the tile, so the mask is the constant True and compiles away.
+    mask = (cols < n_cols) | EVEN
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    mean = tl.sum(x, axis=0) / n_cols
+    # Padding lanes must not add (0 - mean)**2 to the variance.
+    centred = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+    weight = tl.load(weight_ptr + cols, mask=mask).to(ACC)
+    bias = tl.load(bias_ptr + cols, mask=mask).to(ACC)
+    y = centred * rstd * weight + bias
+    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # Two numbers per row are all the backward pass needs besides x.
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
+def _input_gradient(x_hat, weighted_dy, rstd, n_cols, AXIS: tl.constexpr):
+    """dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat)), the means taken
+    along AXIS, the row; ``rstd`` broadcasts against the tile."""
+    c_hat = tl.sum(x_hat * weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    c_dy = tl.sum(weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    return (weighted_dy - (x_hat * c_hat + c_dy)) * rstd
+
+
+@triton.jit
+def layer_norm_backward_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dx_ptr,
+    partial_dw_ptr,
+    partial_db_ptr,
+    n_rows,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    ROWS_PER_TILE: tl.constexpr,
+):
+    # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows, so
+    # that each keeps one partial sum of dweight and dbias in registers instead of
+    # writing one per row. Short rows are taken several at a time to keep loads wide.
+    program = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    col_mask = cols < n_cols
+    tile_rows = tl.arange(0, ROWS_PER_TILE)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    dbias = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    step = tl.num_programs(0) * ROWS_PER_TILE
+    for first_row in range(program * ROWS_PER_TILE, n_rows, step):
+        rows = first_row + tile_rows
+        row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        dx = _input_gradient(x_hat, dy * weight[None, :], rstd[:, None], n_cols, 1)
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dweight += dy * x_hat
+        dbias += dy
+    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+
+
+@triton.jit
+def layer_norm_input_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dx_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+):
+    # dx alone, one row per program, for rows too long for the kernel above; the
+    # weight and bias gradients come from layer_norm_weight_grads_kernel.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
+    weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(ACC)
+    rstd = tl.load(rstd_ptr + row)
+    x_hat = tl.where(mask, (x - tl.load(mean_ptr + row)) * rstd, 0.0)
+    dx = _input_gradient(x_hat, dy * weight, rstd, n_cols, 0)
+    tl.store(dx_ptr + row * n_cols + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def layer_norm_weight_grads_kernel(
+    dy_ptr,
+    x_ptr,
+    mean_ptr,
+    rstd_ptr,
+    partial_dw_ptr,
+    partial_db_ptr,
+    n_rows,
+    n_cols,
+    ROWS_PER_PROGRAM: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
+):
+    # Program (strip, chunk) sums dy * x_hat and dy over ROWS_PER_PROGRAM rows of one
+    # strip of BLOCK_COLS columns: its two partial sums are BLOCK_COLS values each, small
+    # enough for registers however long the rows are.
+    strip = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = strip * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dweight = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    dbias = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    first_row = chunk * ROWS_PER_PROGRAM
+    end_row = tl.minimum(first_row + ROWS_PER_PROGRAM, n_rows)
+    for start in range(first_row, end_row, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        # The chunk's end, not just the matrix's: the next chunk's rows are another program's.
+        row_mask = rows < end_row
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        dweight += dy * ((x - mean[:, None]) * rstd[:, None])
+        dbias += dy
+    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+
+
+@triton.jit
+def column_sums_kernel(
+    partial_dw_ptr,
+    partial_db_ptr,
+    dw_ptr,
+    db_ptr,
+    n_partials,
+    n_cols,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
+):
+    # Add up the partial sums of one strip of columns, BLOCK_ROWS partials at a time,
+    # for the weight and the bias gradients together.
+    cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dw = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    db = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_db_ptr.dtype.element_ty)
+    for start in range(0, n_partials, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        mask = (rows < n_partials)[:, None] & col_mask[None, :]
+        offsets = rows[:, None] * n_cols + cols[None, :]
+        dw += tl.load(partial_dw_ptr + offsets, mask=mask, other=0.0)
+        db += tl.load(partial_db_ptr + offsets, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
+
+
+# The forward kernel gives each thread about 32 values, with at most 8 warps: on an
+# H200 at 16K values, 8 warps ran at 94% of the copy ceiling, 16 at 93%, 32 at 60%.
+FORWARD_MOST_WARPS = 8
+# Rows of fewer values than this are taken several at a time in the backward pass.
+BACKWARD_TILE = 8192
+# Warps each multiprocessor is given by the persistent backward kernel: more hide
+# memory latency better, fewer leave fewer partial sums to add up.
+BACKWARD_WARPS_PER_SM = 8
+# Rows longer than this take the two-kernel backward pass: at 16384 values the fused
+# kernel's two row-long partial sums spill out of registers (ptxas gives it 128 registers
+# and a stack frame of 264 bytes per thread with Triton 3.6, 328 with 3.9, compiled as
+# a launch with 16-divisible sizes specialises it) and it ran at 44% of the
+# copy ceiling on an H200, where dx alone and the weight gradients alone each ran near
+# 88% of theirs.
+FUSED_BACKWARD_MAX_COLS = 8192
+# The weight-gradient kernel's strips of columns and chunks of rows (from sweeps on an H200).
+STRIP_COLS = 256
+STRIP_ROWS = 16
+ROWS_PER_CHUNK = 512
+
+
+def _forward(x, weight, bias, eps):
+    rows = as_rows(x)
+    n_rows, n_cols = rows.shape
+    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    out = torch.empty_like(rows)
+    mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    if n_rows:
+        block = row_block(n_cols)
+        layer_norm_forward_kernel[(n_rows,)](
+            rows,
+            weight,
+            bias,
+            out,
+            mean,
+            rstd,
+            n_cols,
+            eps,
+            ACC=accumulator(x.dtype),
+            BLOCK_SIZE=block,
+            EVEN=block == n_cols,
+            num_warps=warps_for(block, most=FORWARD_MOST_WARPS),
+        )
+    return out.view_as(x), mean, rstd
+
+
+def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
+    """dx, and per-program partial sums of the weight and bias gradients, in one kernel."""
+    n_rows, n_cols = rows.shape
+    block = row_block(n_cols)
+    rows_per_tile = max(1, BACKWARD_TILE // block)
+    num_warps = warps_for(rows_per_tile * block)
+    n_tiles = triton.cdiv(n_rows, rows_per_tile)
+    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
+    partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=rows.device)
+    partial_db = torch.empty_like(partial_dw)
+    layer_norm_backward_kernel[(n_partials,)](
+        grad_rows,
+        rows,
+        weight,
+        mean,
+        rstd,
+        dx,
+        partial_dw,
+        partial_db,
+        n_rows,
+        n_cols,
+        ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=block,
+        ROWS_PER_TILE=rows_per_tile,
+        num_warps=num_warps,
+    )
+    return partial_dw, partial_db
+
+
+def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
+    """dx from one kernel, partial sums of the weight and bias gradients (one per chunk
+    of rows) from another, for rows too long for the fused kernel."""
+    n_rows, n_cols = rows.shape
+    block = row_block(n_cols)
+    layer_norm_input_grad_kernel[(n_rows,)](
+        grad_rows,
+        rows,
+        weight,
+        mean,
+        rstd,
+        dx,
+        n_cols,
+        ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=block,
+        num_warps=warps_for(block),
+    )
+    n_chunks = triton.cdiv(n_rows, ROWS_PER_CHUNK)
+    partial_dw = torch.empty(n_chunks, n_cols, dtype=mean.dtype, device=rows.device)
+    partial_db = torch.empty_like(partial_dw)
+    layer_norm_weight_grads_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_chunks)](
+        grad_rows,
+        rows,
+        mean,
+        rstd,
+        partial_dw,
+        partial_db,
+        n_rows,
+        n_cols,
+        ROWS_PER_PROGRAM=ROWS_PER_CHUNK,
+        BLOCK_ROWS=STRIP_ROWS,
+        BLOCK_COLS=STRIP_COLS,
+    )
+    return partial_dw, partial_db
+
+
+def _backward(dy, x, weight, mean, rstd):
+    rows, grad_rows = as_rows(x), as_rows(dy)
+    n_rows, n_cols = rows.shape
+    dx = torch.empty_like(rows)
+    if n_rows == 0:
+        return dx.view_as(x), torch.zeros_like(weight), torch.zeros_like(weight)
+    if n_cols <= FUSED_BACKWARD_MAX_COLS:
+        partial_dw, partial_db = _fused_backward(grad_rows, rows, weight, mean, rstd, dx)
+    else:
+        partial_dw, partial_db = _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx)
+    dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
+    block_cols = 32
+    column_sums_kernel[(triton.cdiv(n_cols, block_cols),)](
+        partial_dw,
+        partial_db,
+        dweight,
+        dbias,
+        partial_dw.shape[0],
+        n_cols,
+        BLOCK_ROWS=64,
+        BLOCK_COLS=block_cols,
+    )
+    return dx.view_as(x), dweight, dbias
+
+
+class LayerNormFunction(torch.autograd.Function):
+    """Autograd wiring: the forward kernel, and the backward kernels for its gradients."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = _forward(x, weight, bias, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = _backward(dy.contiguous(), x, weight, mean, rstd)
+        return dx, dweight, dbias, None
+
+
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
+    """LayerNorm of ``x`` over its last dimension, differentiable through Triton kernels.
+
+    ``x``: contiguous float tensor on the Triton device, rows of at most 16384 values;
+    ``weight`` and ``bias``: one value per column, of ``x``'s dtype; ``eps``: added to
+    the variance.
+    """
+    check_normalisation(x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES)
+    return LayerNormFunction.apply(x, weight, bias, eps)
+
+
+def torch_layer_norm(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
+    """PyTorch's ``torch.nn.functional.layer_norm``."""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+ROWS = 16384
+
+
+def make_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Activations of ROWS tokens by ``n_cols`` features, a weight near one, a small bias."""
+    rows = benchmark_rows(device, ROWS)
+    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    bias = 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    return x, weight, bias
+
+
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """The forward inputs, and a random gradient of the output."""
+    x, weight, bias = make_inputs(n_cols, dtype, device, generator)
+    return x, weight, bias, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def forward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, the weight and the bias once; write y once."""
+    return (2 * ROWS + 2) * n_cols * dtype.itemsize
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, dy and the weight, write dx, dweight and dbias (the row statistics are small)."""
+    return (3 * ROWS + 3) * n_cols * dtype.itemsize
+
+
+SIZES = tuple(2**p for p in range(9, 15))
+
+BENCHMARK = BenchmarkSpec(
+    name="layer_norm",
+    metric="GB/s",
+    x_name="N",
+    dtype=torch.bfloat16,
+    gpu_sizes=SIZES,
+    interpreter_sizes=(3, 781, 2048),
+    make_inputs=make_inputs,
+    triton=layer_norm,
+    torch_eager=torch_layer_norm,
+    work=forward_bytes,
+    details={"rows": ROWS},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="layer_norm_backward",
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0, 1, 2),
+)

@@ -1,0 +1,366 @@
+"""Matrix product on tensor cores: ``C = activation(A @ B)`` in tiles, with grouped ordering.
+
+Each program computes one (BLOCK_M, BLOCK_N) tile of ``C``. It walks along K in steps of
+BLOCK_K, loading a tile of ``A`` and a tile of ``B`` and adding their product into a
+float32 accumulator with ``tl.dot`` (tensor cores on the GPU). The tile sizes, the
+number of warps and the software-pipelining depth are chosen by ``triton.autotune`` from
+a few configurations that suit Hopper; the order in which programs take tiles is grouped
+so that programs running at the same time share the tiles of ``A`` and ``B`` in L2.
+
+Two kernels share that plan: :func:`matmul_kernel` computes the address of every element
+of a tile (it takes any strides), and :func:`matmul_tma_kernel` has Hopper's Tensor
+Memory Accelerator copy whole tiles from descriptors (it needs 16-byte-aligned rows).
+"""
+
+from collections.abc import Callable
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from .checks import check_tensor
+from .runtime import interpreted, kernel_device
+from .spec import BenchmarkSpec
+from .tile_dot import tile_dot
+
+MATMUL_DTYPES = (torch.float16, torch.bfloat16)
+ACTIVATIONS = ("none", "relu", "gelu")
+
+
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """The (row, column) of the tile of ``C`` that program ``pid`` computes.
+
+    Programs walk down a group of GROUP_M tile rows column by column, instead of along a
+    whole row of tiles: consecutive programs then reuse the same few tiles of ``A`` and
+    ``B``, which stay in L2.
+    """
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_per_group = GROUP_M * tiles_n
+    first_row = (pid // tiles_per_group) * GROUP_M
+    # The last group has fewer rows when tiles_m is not a multiple of GROUP_M.
+    rows_in_group = min(tiles_m - first_row, GROUP_M)
+    tile_m = first_row + (pid % tiles_per_group) % rows_in_group
+    tile_n = (pid % tiles_per_group) // rows_in_group
+    return tile_m, tile_n
+
+
+@triton.jit
+def gelu_tanh(x):
+    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z)."""
+    return x * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
+
+
+@triton.jit
+def epilogue(acc, ACTIVATION: tl.constexpr):
+    """The activation, applied to the float32 tile while it is still in registers, so
+    that it costs no extra pass over C."""
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu":
+        acc = gelu_tanh(acc)
+    return acc
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    # Rows of A and columns of B past the edge wrap around (% M, % N): every load stays
+    # in bounds without a mask, and the results they feed are never stored.
+    rows = (tile_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (tile_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
+    b_ptrs = b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+
+    # Accumulate in float32 whatever the input type: a sum of K products in half
+    # precision would lose most of its digits.
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        # Only the last step along K can run past the edge; there the padding is zero,
+        # which adds nothing to the dot product.
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=ks[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=ks[:, None] < k_left, other=0.0)
+        acc = tile_dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    acc = epilogue(acc, ACTIVATION)
+    out_rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + out_rows[:, None] * stride_cm + out_cols[None, :] * stride_cn
+    mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def matmul_tma_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # The same product, with tiles moved by the Tensor Memory Accelerator (Hopper and
+    # later): a descriptor knows the matrix's shape and strides, the kernel names a tile
+    # by the coordinates of its corner, and the copy engine fetches it into shared
+    # memory without the threads computing an address. Parts of a tile outside the
+    # matrix read as zero and are not written, so no masks are needed.
+    tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+        acc = tile_dot(a, b, acc)
+    acc = epilogue(acc, ACTIVATION)
+    c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def tile_order_kernel(order_ptr, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    # Tiles of one element: the program writes its own number into the cell of C's tile
+    # grid that grouped_tile gives it.
+    pid = tl.program_id(0)
+    tile_m, tile_n = grouped_tile(pid, tiles_m, tiles_n, 1, 1, GROUP_M)
+    tl.store(order_ptr + tile_m * tiles_n + tile_n, pid)
+
+
+def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> torch.Tensor:
+    """Which program computes each tile of ``C``: a (tiles_m, tiles_n) matrix of program
+    numbers, made by :func:`grouped_tile` itself (``group_m=1`` is row-major order)."""
+    order = torch.full((tiles_m, tiles_n), -1, dtype=torch.int32, device=kernel_device())
+    tile_order_kernel[(tiles_m * tiles_n,)](order, tiles_m, tiles_n, GROUP_M=group_m)
+    return order
+
+
+def _config(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config:
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+        num_stages=stages,
+        num_warps=warps,
+    )
+
+
+def _set_descriptor_tiles(args: dict) -> None:
+    # A descriptor carries the shape of the tiles it moves: set it to the tile sizes of
+    # the configuration about to run (called by autotune before each launch).
+    block_m, block_n, block_k = args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"]
+    args["a_desc"].block_shape = [block_m, block_k]
+    args["b_desc"].block_shape = [block_k, block_n]
+    args["c_desc"].block_shape = [block_m, block_n]
+
+
+def _with_pre_hook(config: triton.Config, pre_hook: Callable[[dict], None] | None) -> triton.Config:
+    """``config`` with ``pre_hook`` run before each launch that uses it."""
+    return triton.Config(
+        config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages, pre_hook=pre_hook
+    )
+
+
+# Candidates for Hopper (228 KiB of shared memory per SM, warp-group MMA over 64 rows):
+# large tiles with 8 warps for large products, smaller ones for small or skinny ones.
+# Each stage of the pipeline holds a tile of A and one of B in shared memory, e.g.
+# (128 + 256) x 64 x 2 bytes = 48 KiB for the first; four such stages would not fit
+# beside the rest, so the longer pipeline takes thinner steps along K (BLOCK_K = 32).
+HOPPER_CONFIGS = [
+    _config(128, 256, 64, 3, 8),
+    _config(128, 256, 32, 5, 8),
+    _config(256, 128, 64, 3, 8),
+    _config(128, 128, 64, 4, 8),
+    _config(64, 256, 64, 4, 4),
+    _config(128, 64, 64, 4, 4),
+    _config(64, 128, 128, 4, 4),
+    _config(64, 64, 128, 4, 4),
+]
+
+# Small tiles for the interpreter, where every program runs in Python: several tiles
+# (and a partial group) appear in small test matrices.
+INTERPRETER_CONFIG = triton.Config(
+    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}, num_stages=1, num_warps=4
+)
+
+
+def _configs_for_this_machine(configs: list[triton.Config], named_args: dict, **kwargs: object):
+    # The interpreter would time every candidate in Python: give it one small tile.
+    if not interpreted():
+        return configs
+    return [_with_pre_hook(INTERPRETER_CONFIG, configs[0].pre_hook)]
+
+
+tuned_matmul_kernel = triton.autotune(
+    configs=HOPPER_CONFIGS,
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _configs_for_this_machine},
+)(matmul_kernel)
+
+tuned_matmul_tma_kernel = triton.autotune(
+    configs=[_with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS],
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _configs_for_this_machine},
+)(matmul_tma_kernel)
+
+
+def tma_applies(*matrices: torch.Tensor) -> bool:
+    """Whether :func:`matmul` moves tiles with the Tensor Memory Accelerator: on GPUs that
+    have one (compute capability 9.0 and up; the interpreter emulates it) and when each
+    matrix starts and strides its rows on 16-byte boundaries, as a descriptor needs."""
+    if not interpreted() and torch.cuda.get_device_capability(matrices[0].device) < (9, 0):
+        return False
+    return all(
+        t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in matrices
+    )
+
+
+def _grid(M: int, N: int):
+    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+
+def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check the operands of :func:`matmul`; raise an error naming the bad argument."""
+    a = check_tensor("a", a, MATMUL_DTYPES)
+    b = check_tensor("b", b, MATMUL_DTYPES)
+    for name, tensor in (("a", a), ("b", b)):
+        if tensor.dim() != 2:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be a matrix (2-D)")
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"a is {str(a.dtype).removeprefix('torch.')} but b is "
+            f"{str(b.dtype).removeprefix('torch.')}: cast one of them"
+        )
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's columns must match b's rows"
+        )
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"activation is {activation!r}; it must be one of {', '.join(ACTIVATIONS)}"
+        )
+    return a, b
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
+    """``activation(a @ b)`` by :func:`matmul_kernel`, in the dtype of the inputs.
+
+    ``a`` (M, K) and ``b`` (K, N): contiguous float16 or bfloat16 matrices of one dtype
+    on the device Triton runs on. ``activation``: ``"none"``, ``"relu"`` or ``"gelu"``
+    (the tanh approximation), applied to the float32 result before it is rounded.
+    """
+    a, b = check_matmul_inputs(a, b, activation)
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        # An empty sum is zero, and both activations map zero to zero.
+        return c.zero_()
+    if tma_applies(a, b, c):
+        # Placeholder tile shapes: the configuration's pre-hook sets the real ones.
+        descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
+        tuned_matmul_tma_kernel[_grid(M, N)](*descriptors, M, N, K, ACTIVATION=activation)
+    else:
+        tuned_matmul_kernel[_grid(M, N)](
+            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation
+        )
+    return c
+
+
+def torch_matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
+    """The same in PyTorch: ``torch.matmul`` (cuBLAS on the GPU), then the activation."""
+    c = torch.matmul(a, b)
+    if activation == "relu":
+        return torch.relu(c)
+    if activation == "gelu":
+        return torch.nn.functional.gelu(c, approximate="tanh")
+    return c
+
+
+def make_square(
+    n: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two random n x n matrices, scaled so that the product's entries are of order one."""
+    a = torch.randn(n, n, dtype=dtype, device=device, generator=generator)
+    b = torch.randn(n, n, dtype=dtype, device=device, generator=generator) / n**0.5
+    return a, b
+
+
+def square_flops(n: int, dtype: torch.dtype) -> int:
+    """A product of two n x n matrices: n^2 dot products of length n, a multiply and an add each."""
+    return 2 * n**3
+
+
+# The skinny shape: few rows (tokens) against a large square weight, as in decoding.
+SKINNY_NK = 8192
+
+
+def make_skinny(
+    m: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """An (m, SKINNY_NK) activation and an (SKINNY_NK, SKINNY_NK) weight (smaller on the CPU)."""
+    nk = SKINNY_NK if device.type == "cuda" else 96
+    a = torch.randn(m, nk, dtype=dtype, device=device, generator=generator)
+    b = torch.randn(nk, nk, dtype=dtype, device=device, generator=generator) / nk**0.5
+    return a, b
+
+
+def skinny_flops(m: int, dtype: torch.dtype) -> int:
+    """An (m, K) by (K, N) product with K = N = SKINNY_NK."""
+    return 2 * m * SKINNY_NK * SKINNY_NK
+
+
+CUBLAS = {"cuBLAS": torch.matmul}
+
+BENCHMARK = BenchmarkSpec(
+    name="matmul",
+    metric="TFLOP/s",
+    x_name="M = N = K",
+    dtype=torch.bfloat16,
+    gpu_sizes=[512, 1024, 2048, 3072, 4096, 6144, 8192],
+    interpreter_sizes=[16, 45],
+    make_inputs=make_square,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=square_flops,
+    baselines=CUBLAS,
+)
+
+SKINNY_BENCHMARK = BenchmarkSpec(
+    name="matmul_skinny",
+    metric="TFLOP/s",
+    x_name="M",
+    dtype=torch.bfloat16,
+    gpu_sizes=[16, 64, 256, 1024, 4096],
+    interpreter_sizes=[16],
+    make_inputs=make_skinny,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=skinny_flops,
+    baselines=CUBLAS,
+    details={"N": SKINNY_NK, "K": SKINNY_NK},
+)

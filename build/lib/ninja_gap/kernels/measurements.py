@@ -1,0 +1,358 @@
+"""The measurement record: one typed value, its contract, and the files that hold it.
+
+A GPU run of a benchmark produces a :class:`Measurement`; it is saved to
+``gallery/measurements/<benchmark>.json`` and loaded back from there, and the plots,
+the tables and the pages read that value and nothing else. The contract (see the
+contributing guide, "The measurement record"):
+
+- ``series``: for each provider (``Triton`` and at least one baseline), the rate at each
+  ``x`` computed from *kernel time*, the GPU time of one call with no host time in it;
+- ``call_series``: the same providers from *call time*, what a Python caller pays;
+- ``work``: the bytes (``GB/s``) or floating-point operations (``TFLOP/s``) of one call
+  at each ``x``; a rate is ``work`` over a time;
+- ``code``: the fingerprint of the code that ran, the hash of each of its files, and
+  the commit; a record whose fingerprint no longer matches the code is *stale*;
+- ``ceiling``: the machine's limit measured in the same run, the best of ``timings``;
+- ``environment``: GPU, driver, CUDA, torch, Triton, Python, date and command.
+
+A rate is ``null`` where a provider could not run or be timed at a size; the reason is
+under ``unavailable``. Every problem with a file is a :class:`MeasurementError` that
+names the file and the key.
+"""
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# In a clone, the records are in gallery/measurements/; installed, the package ships them
+# as ninja_gap/measurements/, beside ninja_gap/kernels/.
+_PARENT = Path(__file__).resolve().parent.parent
+MEASUREMENTS_DIR = (
+    _PARENT / "gallery" / "measurements"
+    if (_PARENT / "gallery" / "measurements").is_dir()
+    else _PARENT / "measurements"
+)
+
+METRICS = ("GB/s", "TFLOP/s")
+ENVIRONMENT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "date", "command")
+# Keys every file has; anything else goes into Measurement.details.
+_REQUIRED_KEYS = (
+    "benchmark", "metric", "x_name", "dtype", "x", "work", "series", "call_series",
+    "ceiling", "code", "environment",
+)  # fmt: skip
+_OPTIONAL_KEYS = ("unavailable", "same_size_copy", "peak_memory_mb")
+# A record is a few hundred lines of JSON; anything far larger is not one.
+MAX_FILE_BYTES = 1_000_000
+
+Rates = tuple[float | None, ...]
+
+
+class MeasurementError(ValueError):
+    """A measurement file that breaks the contract, or is missing; the message names the
+    file and the key."""
+
+
+class StaleMeasurementError(MeasurementError):
+    """A record whose code fingerprint no longer matches the code it claims to measure."""
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The machine's limit, measured in the same run: the best of ``timings`` timings."""
+
+    name: str
+    value: float
+    timings: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Code:
+    """The code a record measured: a fingerprint over ``files`` (path -> hash) and the commit."""
+
+    fingerprint: str
+    commit: str
+    files: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark as recorded by one GPU run (the contract is in the module docstring).
+
+    ``fresh`` is True when this process measured it, False when it was loaded from its
+    file; ``placeholder`` marks a stand-in drawn by a draft build for a benchmark that
+    has no record yet (it holds no numbers).
+    """
+
+    benchmark: str
+    metric: str
+    x_name: str
+    dtype: str
+    x: tuple[int, ...]
+    work: tuple[float, ...]
+    series: Mapping[str, Rates]
+    call_series: Mapping[str, Rates]
+    ceiling: Ceiling
+    code: Code
+    environment: Mapping[str, str]
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    same_size_copy: tuple[float, ...] | None = None
+    peak_memory_mb: Mapping[str, tuple[float | None, ...]] | None = None
+    # Everything else the file holds: the pass, the timing method, the check, the
+    # benchmark's fixed dimensions.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    fresh: bool = field(default=False, compare=False)
+    placeholder: bool = field(default=False, compare=False)
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The timed series, Triton first."""
+        return tuple(self.series)
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        """The series Triton is compared with."""
+        return tuple(name for name in self.series if name != "Triton")
+
+    def as_fresh(self) -> "Measurement":
+        """This record, marked as measured by this process."""
+        return replace(self, fresh=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the JSON object of its file."""
+        doc: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "metric": self.metric,
+            "x_name": self.x_name,
+            "dtype": self.dtype,
+            "x": list(self.x),
+            "work": list(self.work),
+            "series": {name: list(v) for name, v in self.series.items()},
+            "call_series": {name: list(v) for name, v in self.call_series.items()},
+            "ceiling": {
+                "name": self.ceiling.name,
+                "value": self.ceiling.value,
+                "timings": self.ceiling.timings,
+                **self.ceiling.details,
+            },
+            "code": {**asdict(self.code), "files": dict(self.code.files)},
+            "environment": dict(self.environment),
+        }
+        if self.unavailable:
+            doc["unavailable"] = dict(self.unavailable)
+        if self.same_size_copy is not None:
+            doc["same_size_copy"] = list(self.same_size_copy)
+        if self.peak_memory_mb is not None:
+            doc["peak_memory_mb"] = {n: list(v) for n, v in self.peak_memory_mb.items()}
+        return {**doc, **self.details}
+
+
+def path_for(benchmark: str) -> Path:
+    """The file that holds the recorded measurement of ``benchmark``."""
+    return MEASUREMENTS_DIR / f"{benchmark}.json"
+
+
+def _positive_number(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def from_json(doc: Any, source: str) -> Measurement:
+    """The :class:`Measurement` that ``doc`` holds, if it follows the contract, else a
+    :class:`MeasurementError` naming ``source`` (the file) and the key."""
+
+    def fail(problem: str) -> MeasurementError:
+        return MeasurementError(f"{source}: {problem}")
+
+    if not isinstance(doc, dict):
+        raise fail("the top level must be a JSON object")
+    for key in _REQUIRED_KEYS:
+        if key not in doc:
+            raise fail(f"missing key {key!r}")
+    for key in ("benchmark", "x_name", "dtype"):
+        if not isinstance(doc[key], str) or not doc[key]:
+            raise fail(f"{key!r} must be a non-empty string")
+    if doc["metric"] not in METRICS:
+        raise fail(f"'metric' is {doc['metric']!r}; it must be one of {', '.join(METRICS)}")
+    x = doc["x"]
+    if not isinstance(x, list) or not x or not all(_positive_number(v) for v in x):
+        raise fail("'x' must be a non-empty list of positive numbers")
+    if x != sorted(x) or len(set(x)) != len(x):
+        raise fail("'x' must be strictly increasing")
+
+    def per_x(values: Any, label: str, nullable: bool) -> tuple[Any, ...]:
+        if not isinstance(values, list) or len(values) != len(x):
+            raise fail(f"{label} must have one value per x ({len(x)})")
+        for value in values:
+            if not (_positive_number(value) or (nullable and value is None)):
+                raise fail(f"{label} holds {value!r}, which is not a positive number")
+        return tuple(values)
+
+    unavailable = doc.get("unavailable", {})
+    if not isinstance(unavailable, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in unavailable.items()
+    ):
+        raise fail("'unavailable' must be an object of provider -> reason")
+
+    def rates(key: str) -> dict[str, Rates]:
+        series = doc[key]
+        if not isinstance(series, dict) or not all(isinstance(k, str) for k in series):
+            raise fail(f"{key!r} must be an object of provider -> values")
+        if "Triton" not in series:
+            raise fail(f"{key!r} has no 'Triton' series")
+        if len(series) < 2:
+            raise fail(f"{key!r} has no baseline beside 'Triton'")
+        out = {name: per_x(v, f"{key}[{name!r}]", nullable=True) for name, v in series.items()}
+        for name, values in out.items():
+            if None in values and name not in unavailable:
+                raise fail(f"{key}[{name!r}] holds null but 'unavailable' gives no reason")
+        return out
+
+    series, call_series = rates("series"), rates("call_series")
+    if list(call_series) != list(series):
+        raise fail("'call_series' must have the providers of 'series', in the same order")
+    work = per_x(doc["work"], "'work'", nullable=False)
+    same_size_copy = doc.get("same_size_copy")
+    if same_size_copy is not None:
+        same_size_copy = per_x(same_size_copy, "'same_size_copy'", nullable=False)
+    peak = doc.get("peak_memory_mb")
+    if peak is not None:
+        if not isinstance(peak, dict) or not peak:
+            raise fail("'peak_memory_mb' must be an object of provider -> values")
+        # null: the provider ran out of memory at that size.
+        peak = {n: per_x(v, f"peak_memory_mb[{n!r}]", nullable=True) for n, v in peak.items()}
+    ceiling = doc["ceiling"]
+    if not isinstance(ceiling, dict) or not isinstance(ceiling.get("name"), str):
+        raise fail("'ceiling' must be an object with a 'name'")
+    if not _positive_number(ceiling.get("value")):
+        raise fail("'ceiling.value' must be a positive number")
+    timings = ceiling.get("timings")
+    if not isinstance(timings, int) or isinstance(timings, bool) or timings < 1:
+        raise fail("'ceiling.timings' must be a positive integer")
+    code = doc["code"]
+    if not isinstance(code, dict):
+        raise fail("'code' must be an object")
+    for key in ("fingerprint", "commit"):
+        if not isinstance(code.get(key), str) or not code[key]:
+            raise fail(f"'code.{key}' must be a non-empty string")
+    files = code.get("files")
+    if (
+        not isinstance(files, dict)
+        or not files
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+    ):
+        raise fail("'code.files' must be an object of path -> hash")
+    environment = doc["environment"]
+    if not isinstance(environment, dict):
+        raise fail("'environment' must be an object")
+    for key in ENVIRONMENT_KEYS:
+        if not isinstance(environment.get(key), str) or not environment[key]:
+            raise fail(f"'environment.{key}' must be a non-empty string")
+    try:
+        datetime.fromisoformat(environment["date"])
+    except ValueError:
+        raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+    known = set(_REQUIRED_KEYS) | set(_OPTIONAL_KEYS)
+    return Measurement(
+        benchmark=doc["benchmark"],
+        metric=doc["metric"],
+        x_name=doc["x_name"],
+        dtype=doc["dtype"],
+        x=tuple(x),
+        work=work,
+        series=series,
+        call_series=call_series,
+        ceiling=Ceiling(
+            name=ceiling["name"],
+            value=ceiling["value"],
+            timings=timings,
+            details={k: v for k, v in ceiling.items() if k not in ("name", "value", "timings")},
+        ),
+        code=Code(fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files)),
+        environment={key: environment[key] for key in ENVIRONMENT_KEYS},
+        unavailable=dict(unavailable),
+        same_size_copy=same_size_copy,
+        peak_memory_mb=peak,
+        details={k: v for k, v in doc.items() if k not in known},
+    )
+
+
+def read(path: Path) -> Measurement:
+    """Read and validate the record in ``path``; every failure names the file."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise MeasurementError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes")
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise MeasurementError(f"{path}: no such file") from None
+    except UnicodeDecodeError as error:
+        raise MeasurementError(
+            f"{path}: not UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise MeasurementError(f"{path}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise MeasurementError(f"{path}: nested too deeply to be a measurement") from None
+    return from_json(doc, str(path))
+
+
+def load(benchmark: str, metric: str | None = None) -> Measurement:
+    """The recorded measurement of ``benchmark``, validated; with ``metric`` (the spec's),
+    also checked to be the benchmark it claims to be."""
+    path = path_for(benchmark)
+    if not path.exists():
+        raise MeasurementError(
+            f"{path}: no recorded measurement for {benchmark!r}; "
+            "run `nox -s bench` on a GPU machine to record one"
+        )
+    measurement = read(path)
+    if measurement.benchmark != benchmark:
+        raise MeasurementError(
+            f"{path}: 'benchmark' is {measurement.benchmark!r}, but the file is {benchmark}.json"
+        )
+    if metric is not None and measurement.metric != metric:
+        raise MeasurementError(
+            f"{path}: 'metric' is {measurement.metric!r}; the benchmark measures {metric}"
+        )
+    return measurement
+
+
+def save(measurement: Measurement) -> Path:
+    """Validate ``measurement`` and write it to its benchmark's file; return the path."""
+    path = path_for(measurement.benchmark)
+    doc = measurement.to_json()
+    from_json(doc, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def recorded_benchmarks() -> list[str]:
+    """The names of the benchmarks that have a file in ``gallery/measurements/``."""
+    return sorted(path.stem for path in MEASUREMENTS_DIR.glob("*.json"))
+
+
+def worst_fraction_of_ceiling(measurement: Measurement, provider: str, min_x: float) -> float:
+    """The lowest ``provider`` rate over the ceiling, among sizes of at least ``min_x``.
+
+    A conservative headline: the provider reaches at least this share of the ceiling at
+    every large size that was measured (a size it could not run at does not count).
+    """
+    rates = [
+        rate
+        for x, rate in zip(measurement.x, measurement.series[provider], strict=True)
+        if x >= min_x and rate is not None
+    ]
+    if not rates:
+        raise MeasurementError(
+            f"{measurement.benchmark}: no size of at least {min_x:g} was measured"
+        )
+    return min(rates) / measurement.ceiling.value

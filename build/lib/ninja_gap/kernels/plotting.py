@@ -1,0 +1,149 @@
+"""The one plotting style of the site.
+
+Every benchmark figure is drawn by :func:`plot_measurement`: the metric against the
+problem size, one line per provider from kernel time and a lighter one from call time,
+the ceiling measured in the same run dashed. Text
+in the image stays short (axis labels, legend); the provenance caption is kept beside
+the figure and written into the page as text, so that it can be translated.
+"""
+
+import math
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from .measurements import Measurement
+from .provenance import caption, placeholder_caption
+
+# One colour per provider, the same on every page.
+PROVIDER_COLOURS = {
+    "Triton": "#1f77b4",
+    "PyTorch": "#ff7f0e",
+    "torch.compile": "#2ca02c",
+    "cuBLAS": "#d62728",
+    "SDPA flash": "#ff7f0e",
+    "SDPA cuDNN": "#2ca02c",
+    "SDPA efficient": "#9467bd",
+    "naive": "#8c564b",
+}
+_FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+CEILING_COLOUR = "#555555"
+# Call time is drawn in the colour of its provider, lighter.
+CALL_TIME_ALPHA = 0.35
+# Sized for a phone as much as for a laptop: a 6.4-inch figure is 640 pixels wide, and
+# on a 390-pixel phone screen, shrunk to the column, 12-point text is still 9 pixels tall.
+FIGURE_SIZE = (6.4, 4.8)
+# The smallest text in any figure of the site, in points (the build refuses smaller).
+TEXT_PT = 12
+
+_CAPTION_ATTRIBUTE = "_ninja_gap_caption"
+
+
+def _provider_colour(provider: str, index: int) -> str:
+    return PROVIDER_COLOURS.get(provider, _FALLBACK_COLOURS[index % len(_FALLBACK_COLOURS)])
+
+
+def style(fig: Figure) -> None:
+    """Give every text of ``fig`` the site's size: tick labels, axis labels, titles and
+    legends at TEXT_PT or more."""
+    for ax in fig.axes:
+        ax.tick_params(labelsize=TEXT_PT)
+        for label in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            label.set_fontsize(max(TEXT_PT, label.get_fontsize()))
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is not None:
+            for text in legend.get_texts():
+                text.set_fontsize(TEXT_PT)
+
+
+def _legend_below(fig: Figure) -> None:
+    # Below the axes, across the figure's width, so that the plot keeps the width.
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
+
+
+def _values(rates: tuple[float | None, ...]) -> list[float]:
+    # None marks a size a provider could not run at: a gap in its line.
+    return [math.nan if v is None else v for v in rates]
+
+
+def _placeholder(measurement: Measurement) -> Figure:
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
+            color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel(measurement.x_name)
+    ax.set_ylabel(measurement.metric)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    style(fig)
+    set_caption(fig, placeholder_caption(measurement.benchmark))
+    return fig
+
+
+def plot_measurement(measurement: Measurement) -> Figure:
+    """Draw a measurement as the site's standard figure and attach its caption: kernel
+    time as the main lines, call time as lighter lines of the same colours, the ceiling
+    dashed. A draft build's placeholder is drawn as an empty, labelled figure."""
+    if measurement.placeholder:
+        return _placeholder(measurement)
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    for index, provider in enumerate(measurement.providers):
+        colour = _provider_colour(provider, index)
+        ax.plot(measurement.x, _values(measurement.series[provider]), marker="o",
+                markersize=3.5, linewidth=1.8, label=provider, color=colour)  # fmt: skip
+        ax.plot(measurement.x, _values(measurement.call_series[provider]), marker=".",
+                markersize=3, linewidth=1.0, alpha=CALL_TIME_ALPHA, color=colour)  # fmt: skip
+    ceiling = measurement.ceiling
+    ax.axhline(
+        ceiling.value,
+        linestyle="--",
+        linewidth=1.2,
+        color=CEILING_COLOUR,
+        label=f"{ceiling.name} ({ceiling.value:,.0f} {measurement.metric})",
+    )
+    # One legend entry for every lighter line.
+    ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,
+            label="lighter: call time")  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(measurement.x_name)
+    ax.set_ylabel(measurement.metric)
+    rates = [v for series in measurement.series.values() for v in series if v is not None]
+    ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_below(fig)
+    style(fig)
+    set_caption(fig, caption(measurement.environment, measurement.code.commit,
+                             fresh=measurement.fresh))  # fmt: skip
+    return fig
+
+
+def plot_peak_memory(measurement: Measurement) -> Figure:
+    """Draw the peak GPU memory of one training step per provider, recorded beside a
+    benchmark (``peak_memory_mb``), with the same caption as its speed figure. A size at
+    which a provider ran out of memory (recorded as None) is a gap in its line."""
+    if measurement.placeholder or measurement.peak_memory_mb is None:
+        return _placeholder(measurement)
+    fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
+    for index, (provider, values) in enumerate(measurement.peak_memory_mb.items()):
+        ax.plot(measurement.x, _values(values), marker="o", markersize=3.5, linewidth=1.8,
+                label=provider, color=_provider_colour(provider, index))  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(measurement.x_name)
+    ax.set_ylabel("MB")
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_below(fig)
+    style(fig)
+    set_caption(fig, caption(measurement.environment, measurement.code.commit,
+                             fresh=measurement.fresh))  # fmt: skip
+    return fig
+
+
+def set_caption(fig: Figure, text: str) -> None:
+    """Attach the caption that the gallery writes under ``fig``."""
+    setattr(fig, _CAPTION_ATTRIBUTE, text)
+
+
+def caption_of(fig: Figure) -> str | None:
+    """The caption attached to ``fig`` by :func:`set_caption`, if any."""
+    return getattr(fig, _CAPTION_ATTRIBUTE, None)

@@ -1,0 +1,69 @@
+"""Where and when a measurement was taken: the ``environment`` of a measurement file."""
+
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import torch
+import triton
+
+# Set by the nox sessions so that a file says which command produced it.
+COMMAND_VARIABLE = "NINJA_GAP_COMMAND"
+
+
+def _driver_version() -> str:
+    try:
+        result = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return result.stdout.strip().splitlines()[0] if result.stdout.strip() else "unknown"
+
+
+def capture() -> dict[str, str]:
+    """Describe this machine's GPU and software, and the command that is running, now."""
+    return {
+        "gpu": torch.cuda.get_device_name(),
+        "driver": _driver_version(),
+        "cuda": torch.version.cuda or "none",
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "command": os.environ.get(COMMAND_VARIABLE) or shlex.join([sys.executable, *sys.argv]),
+    }
+
+
+def caption(environment: Mapping[str, str], commit: str, *, fresh: bool) -> str:
+    """One line of provenance for a figure: GPU, driver, versions, date, the code's
+    commit, and whether this build measured it or drew it from the record."""
+    date = environment["date"].replace("T", " ").replace("Z", " UTC")
+    where = (
+        f"{environment['gpu']}, driver {environment['driver']}, CUDA {environment['cuda']}, "
+        f"torch {environment['torch']}, Triton {environment['triton']}, {date}, "
+        f"code at commit {commit}"
+    )
+    if fresh:
+        return f"Measured during this build: {where}."
+    return (
+        f"Recorded by `{environment['command']}` on {where}. "
+        "This build did not measure, so the figure is drawn from that record, "
+        "whose code fingerprint matches the code on this page."
+    )
+
+
+def placeholder_caption(benchmark: str) -> str:
+    """The caption of a draft build's stand-in figure for a benchmark with no usable record."""
+    return (
+        f"Not measured yet: `{benchmark}` has no record of the code as it is now. "
+        "This is a draft build; a GPU build measures it."
+    )

@@ -1,0 +1,200 @@
+"""What a gallery page prints under its figure: the sizes that matter, against the ceiling
+and a baseline (by default the fastest at each size), read from the record itself (kernel
+time, the record's ``work``)."""
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .measurements import Measurement
+
+# A same-size copy above this share of the ceiling is more than run-to-run noise.
+COPY_ABOVE_CEILING = 1.02
+
+
+def large_sizes(
+    measurement: Measurement, min_work: float, against: str | None = None
+) -> list[dict[str, Any]]:
+    """One row per measured size whose call needs at least ``min_work`` (bytes or FLOPs,
+    the record's ``work``): the Triton rate, its share of the ceiling, and its ratio to
+    the ``against`` series, or to the fastest baseline at that size. Where the record
+    has one, ``copy_of_ceiling`` is the share of the ceiling that a copy of the same
+    number of bytes reached in the same run (else None). Rates are kernel time; a
+    baseline with no rate at a size is passed over there."""
+    rows = []
+    ceiling = measurement.ceiling.value
+    same_size_copy = measurement.same_size_copy
+    series = measurement.series
+    for index, (size, work) in enumerate(zip(measurement.x, measurement.work, strict=True)):
+        triton_rate = series["Triton"][index]
+        if work < min_work or triton_rate is None:
+            continue
+        ran = [name for name in measurement.baselines if series[name][index] is not None]
+        best = against or max(ran, key=lambda name: series[name][index])
+        baseline_rate = series[best][index]
+        rows.append({
+            "size": size,
+            "work": work,
+            "triton": triton_rate,
+            "of_ceiling": triton_rate / ceiling,
+            "best_baseline": best,
+            "vs_best": triton_rate / baseline_rate if baseline_rate else math.nan,
+            "copy_of_ceiling": same_size_copy[index] / ceiling if same_size_copy else None,
+        })  # fmt: skip
+    return rows
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    """What a gallery page shows under its figure: a caption, a table with a row per
+    large size, and lines that say in words where each goal was met. A page shows it as
+    an HTML table (``_repr_html_``, which sphinx-gallery and Jupyter display); ``str()``
+    gives the same as plain text."""
+
+    caption: list[str]
+    header: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+    sizes: list[dict[str, Any]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        if not self.header:
+            return "\n".join(self.caption)
+        table = [self.header, *self.rows]
+        widths = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
+        lines = [" ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+        return "\n".join([*self.caption, *lines, *self.notes])
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        # Every text is escaped: provider names and sizes come from a record file.
+        def cells(tag: str, row: list[str]) -> str:
+            return "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row)
+
+        parts = ['<div class="result-table">']
+        parts += [f"<p>{html.escape(line)}</p>" for line in self.caption]
+        if self.header:
+            parts.append('<div class="result-table-scroll"><table>')
+            parts.append(f"<thead><tr>{cells('th', self.header)}</tr></thead><tbody>")
+            parts += [f"<tr>{cells('td', row)}</tr>" for row in self.rows]
+            parts.append("</tbody></table></div>")
+        parts += [f"<p>{html.escape(line)}</p>" for line in self.notes]
+        parts.append("</div>")
+        return "\n".join(parts)
+
+
+def _amount(value: float) -> str:
+    """A work threshold as a short number: ``256``, ``1,024``, ``0.5``."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def results_table(
+    measurement: Measurement,
+    min_work: float = 256e6,
+    *,
+    ceiling_goal: float | None = None,
+    baseline_goal: float | None = None,
+    against: str | None = None,
+) -> ResultTable:
+    """:func:`large_sizes` as a :class:`ResultTable`.
+
+    With ``ceiling_goal`` (a share of the ceiling) or ``baseline_goal`` (a ratio to the
+    baseline), each row also says whether the measurement reached it, and a line per
+    goal under the table says where it was met and where missed. A note follows when a
+    same-size copy beat the ceiling by more than run-to-run noise.
+    """
+    if measurement.placeholder:
+        return ResultTable([f"{measurement.benchmark}: not measured yet, so there is no table."],
+                           [], [], [])  # fmt: skip
+    sizes = large_sizes(measurement, min_work, against)
+    metric, x_name = measurement.metric, measurement.x_name
+    if metric == "GB/s":
+        unit, scale, work_label, verb = "MB", 1e6, "MB/call", "moves"
+    else:
+        unit, scale, work_label, verb = "GFLOP", 1e9, "GFLOP", "needs"
+    caption = [
+        f"Sizes where one call {verb} at least {_amount(min_work / scale)} {unit} ({metric}):"
+        if min_work > 0
+        else f"Every measured size ({metric}):"
+    ]
+    baseline_label = against or "faster baseline"
+    # Each goal: its name in the verdict line, its column heading, the row value it
+    # judges and the target; each size is judged once, for its column and the line.
+    goals = []
+    if ceiling_goal is not None:
+        pct = f"{ceiling_goal:.0%}"
+        goals.append((f"Ceiling goal ({pct})", f"goal {pct}", "of_ceiling", ceiling_goal))
+    if baseline_goal is not None:
+        ratio = f"{baseline_goal:.2f}x"
+        goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
+    if goals:
+        caption.append(
+            f"Goals: a share of the ceiling, a ratio to {against or 'the faster baseline'};"
+            " met in this run?"
+        )
+    with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
+    if with_copy:
+        caption.append(
+            "'copy': a same-size copy, moving as many bytes as one call, timed alike "
+            "(share of the ceiling)."
+        )
+    header = [x_name, work_label, "Triton", "of ceiling", *(["copy"] if with_copy else []),
+              baseline_label, "Triton vs it", *(heading for _, heading, _, _ in goals)]  # fmt: skip
+    met_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
+    missed_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
+    rows = []
+    for row in sizes:
+        verdicts = []
+        for name, _, key, target in goals:
+            met = row[key] >= target
+            (met_at if met else missed_at)[name].append(row["size"])
+            verdicts.append("met" if met else "MISSED")
+        rows.append([
+            f"{row['size']:,}", f"{row['work'] / scale:,.0f}", f"{row['triton']:,.0f}",
+            f"{row['of_ceiling']:.1%}",
+            *([f"{row['copy_of_ceiling']:.1%}"] if with_copy else []),
+            row["best_baseline"], f"{row['vs_best']:.2f}x", *verdicts,
+        ])  # fmt: skip
+    notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
+    fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
+    if fastest_copy > COPY_ABOVE_CEILING:
+        # Two copies differ by a percent or two run to run; more means the ceiling
+        # timing of this run read low, and every share of it above reads high with it.
+        notes.append(
+            f"Note: a same-size copy ran at {fastest_copy:.0%} of this run's ceiling: "
+            "the ceiling's timing read low, so the shares of it above read high."
+        )
+    return ResultTable(caption, header, rows, notes, sizes)
+
+
+def size_list(sizes: list[int]) -> str:
+    """Sizes as a phrase: ``4,096``, ``4,096 and 8,192``, ``4,096, 8,192 and 16,384``."""
+    names = [f"{size:,}" for size in sizes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
+    # The verdict in words, from the measurement: prose typed beside a table goes stale
+    # when the benchmarks are measured again, this line does not.
+    if not missed:
+        return f"{goal}: met at every size in the table."
+    if not met:
+        return f"{goal}: missed at every size in the table."
+    return f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}."
+
+
+def print_peak_memory(measurement: Measurement) -> None:
+    """Print the peak memory recorded beside a benchmark: a row per size, a column per
+    provider, ``out of memory`` where it did not fit."""
+    if measurement.placeholder or measurement.peak_memory_mb is None:
+        print(f"{measurement.benchmark}: no peak memory recorded.")
+        return
+    peak = measurement.peak_memory_mb
+    print(f"{measurement.x_name:>16} " + " ".join(f"{name:>15}" for name in peak))
+    for index, size in enumerate(measurement.x):
+        cells = [values[index] for values in peak.values()]
+        text = [f"{'out of memory':>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
+        print(f"{size:>16,} " + " ".join(text))

@@ -1,0 +1,92 @@
+"""Vector addition: the "hello world" of Triton, and the simplest memory-bound kernel.
+
+``out = x + y`` reads two vectors and writes one. Each element costs one addition and
+twelve bytes of traffic in float32, so the kernel can only be as fast as memory is:
+the benchmark compares it with the device's measured copy bandwidth.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from .checks import check_same_layout, check_tensor
+from .spec import BenchmarkSpec
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# Elements handled by one program; a power of two, as tl.arange needs. On an H200, tiles
+# of 1024 to 8192 elements with 4 to 16 warps all ran within noise of each other at
+# 2**24 elements and more, so the smallest tile with Triton's default 4 warps stays.
+BLOCK_SIZE = 1024
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # Each program instance owns one tile of BLOCK_SIZE consecutive elements.
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # The last tile may run past the end of the vectors: the mask keeps it in bounds.
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    # Add in float32 and round once on the way out: the same result as a native half
+    # add, and Triton's CPU interpreter mis-adds bfloat16 values natively.
+    total = x.to(tl.float32) + y.to(tl.float32)
+    tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Return ``x + y`` computed by :func:`add_kernel`.
+
+    ``x`` and ``y`` must be contiguous tensors of one shape and one float dtype
+    (float16, bfloat16 or float32) on the device Triton runs on. ``out``, if given,
+    receives the result and must match them.
+    """
+    check_tensor("x", x, SUPPORTED_DTYPES)
+    check_tensor("y", y, SUPPORTED_DTYPES)
+    check_same_layout(("x", "y"), x, y)
+    if out is None:
+        out = torch.empty_like(x)
+    else:
+        check_tensor("out", out, SUPPORTED_DTYPES)
+        check_same_layout(("x", "out"), x, out)
+    n_elements = x.numel()
+    if n_elements == 0:
+        return out
+    # One program per tile; cdiv rounds up so the tail tile is launched too.
+    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
+    return out
+
+
+def torch_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The PyTorch reference: eager ``x + y``."""
+    return x + y
+
+
+def make_inputs(
+    n_elements: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two random vectors of ``n_elements`` values (random, never zeros, which hide bugs)."""
+    x = torch.randn(n_elements, dtype=dtype, device=device, generator=generator)
+    y = torch.randn(n_elements, dtype=dtype, device=device, generator=generator)
+    return x, y
+
+
+def bytes_moved(n_elements: int, dtype: torch.dtype) -> int:
+    """The fewest bytes one call moves: read x and y once, write out once."""
+    return 3 * n_elements * dtype.itemsize
+
+
+BENCHMARK = BenchmarkSpec(
+    name="vector_add",
+    metric="GB/s",
+    x_name="N",
+    dtype=torch.float32,
+    gpu_sizes=tuple(2**p for p in range(12, 29)),
+    interpreter_sizes=(1, 1000, 4097),
+    make_inputs=make_inputs,
+    triton=add,
+    torch_eager=torch_add,
+    work=bytes_moved,
+)

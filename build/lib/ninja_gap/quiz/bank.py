@@ -1,0 +1,210 @@
+"""Question banks: one YAML file per lesson, read and checked before anything renders.
+
+A bank looks like this::
+
+    questions:
+      - id: ninja-gap                 # unique within the bank; stable across edits
+        question: What is the 'Ninja Gap'?
+        options:
+          - text: The performance difference between ...
+            correct: true
+            why: One or two sentences on why this is right.
+          - text: The physical distance between ...
+            why: One or two sentences on why this is wrong.
+
+Text may use `backticks` for inline code; everything else in it is shown as written,
+never read as markup. Exactly one option per question is correct. An id is lower-case
+letters, digits and single hyphens (it becomes part of the page's anchors). A bank is
+plain YAML: anchors, aliases and repeated keys are refused, and so is a bank over
+MAX_BANK_BYTES.
+"""
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+BANK_KEYS = {"questions"}
+QUESTION_KEYS = {"id", "question", "options"}
+OPTION_KEYS = {"text", "correct", "why"}
+# The options of a question are lettered A to Z on the page.
+MAX_OPTIONS = 26
+# The largest bank is a few kilobytes; this leaves room and refuses what cannot be one.
+MAX_BANK_BYTES = 256 * 1024
+ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A bank's name is its file name without ``.yaml``: the same, underscores allowed.
+NAME_PATTERN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+
+
+class QuizBankError(ValueError):
+    """A malformed bank; the message names the file and, where it can, the question."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer to a question, with the reason it is right or wrong."""
+
+    text: str
+    correct: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question and its options, in the order the bank lists them."""
+
+    id: str
+    question: str
+    options: tuple[Option, ...]
+
+    def shuffled_options(self) -> tuple[Option, ...]:
+        """The options in the order the page shows them.
+
+        Banks are often written with the right answer in the same place; the page mixes
+        the order with a generator seeded by the question's id, so two builds give the
+        same page and an edit to the wording does not reshuffle it.
+        """
+        seed = int.from_bytes(hashlib.sha256(self.id.encode("utf-8")).digest()[:8], "big")
+        options = list(self.options)
+        random.Random(seed).shuffle(options)
+        return tuple(options)
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A lesson's questions, read from ``path``."""
+
+    path: Path
+    questions: tuple[Question, ...]
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """YAML without anchors, aliases or repeated keys: what a bank needs and no more.
+
+    An alias can expand a small file into gigabytes (and an error message quoting the
+    value with it); a repeated key silently replaces the first, a second ``questions:``
+    dropping every question above it.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases (& and *) are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is repeated", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _text(value: Any, where: str, key: str) -> str:
+    if isinstance(value, bool | int | float):
+        # YAML reads unquoted yes, no, on, off, 1.0 ... as booleans and numbers.
+        kind = "boolean" if isinstance(value, bool) else "number"
+        raise QuizBankError(
+            f"{where}: {key!r} must be text, but YAML read a {kind} here: put it in quotes"
+        )
+    if not isinstance(value, str) or not value.strip():
+        raise QuizBankError(f"{where}: {key!r} must be non-empty text")
+    return value.strip()
+
+
+def _unknown_keys(mapping: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(mapping) - allowed)
+    if unknown:
+        raise QuizBankError(
+            f"{where}: unknown key {', '.join(map(repr, unknown))} "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _option(raw: Any, where: str) -> Option:
+    if not isinstance(raw, dict):
+        raise QuizBankError(f"{where}: an option must be a mapping with 'text' and 'why'")
+    _unknown_keys(raw, OPTION_KEYS, where)
+    correct = raw.get("correct", False)
+    if not isinstance(correct, bool):
+        raise QuizBankError(f"{where}: 'correct' must be true or false, got {correct!r}")
+    return Option(
+        _text(raw.get("text"), where, "text"), correct, _text(raw.get("why"), where, "why")
+    )
+
+
+def _question(raw: Any, number: int, source: str) -> Question:
+    where = f"{source}: question #{number}"
+    if not isinstance(raw, dict):
+        raise QuizBankError(f"{where}: a question must be a mapping")
+    if isinstance(raw.get("id"), str) and raw["id"].strip():
+        where = f"{source}: question {raw['id'].strip()!r} (#{number})"
+    _unknown_keys(raw, QUESTION_KEYS, where)
+    question_id = _text(raw.get("id"), where, "id")
+    if not ID_PATTERN.fullmatch(question_id):
+        raise QuizBankError(
+            f"{where}: the id must be lower-case letters, digits and single hyphens "
+            "(such as 'tile-model')"
+        )
+    prompt = _text(raw.get("question"), where, "question")
+    raw_options = raw.get("options")
+    if not isinstance(raw_options, list) or len(raw_options) < 2:
+        raise QuizBankError(f"{where}: 'options' must list at least two options")
+    if len(raw_options) > MAX_OPTIONS:
+        raise QuizBankError(
+            f"{where}: {len(raw_options)} options, more than the {MAX_OPTIONS} letters "
+            "that label them"
+        )
+    options = tuple(
+        _option(option, f"{where}, option {index}") for index, option in enumerate(raw_options, 1)
+    )
+    n_correct = sum(option.correct for option in options)
+    if n_correct != 1:
+        found = "no option is" if n_correct == 0 else f"{n_correct} options are"
+        raise QuizBankError(f"{where}: {found} marked 'correct: true'; exactly one must be")
+    return Question(question_id, prompt, options)
+
+
+def load_bank(path: Path | str) -> Bank:
+    """Read and validate the bank at ``path``; raise :class:`QuizBankError` if it is malformed."""
+    path = Path(path)
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_BANK_BYTES:
+            raise QuizBankError(f"{source}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
+        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_PlainLoader)
+    except OSError as error:
+        raise QuizBankError(f"{source}: cannot read the bank ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise QuizBankError(
+            f"{source}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+    except yaml.YAMLError as error:
+        raise QuizBankError(f"{source}: not valid YAML ({error})") from None
+    except RecursionError:
+        raise QuizBankError(f"{source}: nested too deeply to be a bank") from None
+    if not isinstance(raw, dict):
+        raise QuizBankError(f"{source}: the bank must be a mapping with a 'questions' list")
+    _unknown_keys(raw, BANK_KEYS, source)
+    raw_questions = raw.get("questions")
+    if not isinstance(raw_questions, list) or not raw_questions:
+        raise QuizBankError(f"{source}: 'questions' must be a non-empty list")
+    questions = tuple(_question(q, number, source) for number, q in enumerate(raw_questions, 1))
+    seen: set[str] = set()
+    for number, question in enumerate(questions, 1):
+        if question.id in seen:
+            raise QuizBankError(
+                f"{source}: question {question.id!r} (#{number}): the id is used twice"
+            )
+        seen.add(question.id)
+    return Bank(path, questions)

@@ -1,0 +1,152 @@
+"""The ``quiz`` directive: one bank in, questions with sphinx-design dropdowns out.
+
+Each option is a dropdown (a native ``<details>`` element, so it opens without
+JavaScript). Its title is the option; opening it says whether the option is right and
+why. Titles all look alike, so the page does not give the answer away before a click.
+
+Text from a bank never goes through a markup parser: the directive parses a skeleton
+whose every place for bank text holds a token, then puts the text in as docutils text
+and code nodes. Whatever a bank holds (directives, roles, HTML, odd backticks), the
+page shows it as written.
+"""
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+from sphinx.errors import SphinxError
+from sphinx.locale import get_translation
+from sphinx.util.docutils import SphinxDirective
+
+from .bank import NAME_PATTERN, Bank, QuizBankError, load_bank
+from .rst import escape
+
+_ = get_translation("quiz")
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Marks the place of the n-th piece of bank text in the skeleton: letters and digits
+# only, so that no markup can form around it.
+_TOKEN = "quizbanktext{:06d}x"
+_TOKEN_PATTERN = re.compile(r"quizbanktext(\d{6})x")
+
+
+class QuizBuildError(SphinxError):
+    """A malformed bank or directive: stops the build with a message naming it."""
+
+    category = "Malformed quiz bank"
+
+
+def _indent(text: str, spaces: int) -> str:
+    return "\n".join((" " * spaces + line) if line else line for line in text.splitlines())
+
+
+def inline_nodes(text: str) -> list[nodes.Node]:
+    """``text`` as inline docutils nodes: `spans` in backticks become code, the rest is
+    plain text, whitespace runs become one space. An unmatched backtick is a character."""
+    text = " ".join(text.split())
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return [nodes.Text(text)]
+    out: list[nodes.Node] = []
+    for index, part in enumerate(parts):
+        if index % 2 and part.strip():
+            out.append(nodes.literal(part, part))
+        elif part:
+            out.append(nodes.Text(part))
+    return out
+
+
+def bank_to_rst(bank: Bank, name: str) -> tuple[str, list[str]]:
+    """The quiz as a reStructuredText skeleton, options in their shuffled, stable order,
+    and the bank texts its tokens stand for, in token order."""
+    texts: list[str] = []
+
+    def token(text: str) -> str:
+        texts.append(text)
+        return _TOKEN.format(len(texts) - 1)
+
+    blocks = []
+    for number, question in enumerate(bank.questions, 1):
+        body = [f".. rubric:: {escape(_('Question %d') % number)}", token(question.question)]
+        options = question.shuffled_options()  # the bank allows no more than there are letters
+        for letter, option in zip(LETTERS[: len(options)], options, strict=True):
+            verdict = _("Correct.") if option.correct else _("Not quite.")
+            body.append(
+                f".. dropdown:: {letter}. {token(option.text)}\n"
+                f"   :class-container: quiz-option\n\n"
+                # no-search: Sphinx leaves the verdict out of its search index, and
+                # quiz-search.js out of the quotes under search results.
+                f"   .. container:: quiz-verdict no-search\n\n"
+                f"      **{escape(verdict)}** {token(option.why)}\n"
+            )
+        blocks.append(
+            f".. container:: quiz-question\n   :name: {anchor(name, question.id)}\n\n"
+            + _indent("\n\n".join(body), 3)
+        )
+    return ".. container:: quiz\n\n" + _indent("\n\n".join(blocks), 3) + "\n", texts
+
+
+def anchor(name: str, question_id: str) -> str:
+    """The HTML id of a question, as the page will have it."""
+    return nodes.make_id(f"quiz-{name}-{question_id}")
+
+
+def fill_in(tree: nodes.Node, texts: list[str]) -> None:
+    """Replace every token in ``tree`` by the bank text it stands for."""
+    for text_node in list(tree.findall(nodes.Text)):
+        pieces = _TOKEN_PATTERN.split(str(text_node))
+        if len(pieces) == 1:
+            continue
+        replacement: list[nodes.Node] = []
+        for index, piece in enumerate(pieces):
+            if index % 2:
+                replacement += inline_nodes(texts[int(piece)])
+            elif piece:
+                replacement.append(nodes.Text(piece))
+        text_node.parent.replace(text_node, replacement)
+
+
+class QuizDirective(SphinxDirective):
+    """``quiz NAME``: render ``<quiz_bank_dir>/NAME.yaml``."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        name = self.arguments[0]
+        where = f"{self.env.docname}: quiz {name!r}"
+        if not NAME_PATTERN.fullmatch(name):
+            raise QuizBuildError(
+                f"{where}: a bank is named by its file in {self.config.quiz_bank_dir}/, "
+                "without '.yaml': lower-case letters, digits, '-' and '_'"
+            )
+        path = Path(self.env.srcdir) / self.config.quiz_bank_dir / f"{name}.yaml"
+        self.env.note_dependency(str(path))
+        try:
+            bank = load_bank(path)
+        except QuizBankError as error:
+            raise QuizBuildError(f"{error} (used by {self.env.docname})") from None
+        # Each question's anchor must be unique on its page: the same bank twice, or two
+        # banks whose names differ only by '-' and '_', would repeat one.
+        anchors = self.env.temp_data.setdefault("quiz_anchors", set())
+        for question in bank.questions:
+            if anchor(name, question.id) in anchors:
+                raise QuizBuildError(
+                    f"{where}: question {question.id!r} would repeat the anchor "
+                    f"{anchor(name, question.id)!r} already on this page"
+                )
+            anchors.add(anchor(name, question.id))
+        rst, texts = bank_to_rst(bank, name)
+        # Parse as reStructuredText whatever the page is written in (MyST or RST), in a
+        # scratch document that shares this build's settings and its reporter, so that
+        # every message goes through Sphinx's logging (and -W).
+        scratch = new_document(self.get_source_info()[0], self.state.document.settings)
+        scratch.reporter = self.state.document.reporter
+        Parser().parse(rst, scratch)
+        fill_in(scratch, texts)
+        for node in scratch.children:
+            # Bank text is shown as written: no typographic quotes in questions or options.
+            node["support_smartquotes"] = False
+        return list(scratch.children)
