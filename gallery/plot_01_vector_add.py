@@ -50,7 +50,7 @@ same GPU.
 #
 # ``BLOCK_SIZE`` is a ``tl.constexpr``: it is fixed when the kernel is compiled, which
 # lets Triton lay the tile out in registers and issue wide, coalesced loads (the
-# constexpr lesson shows the compiler's output).
+# :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows the compiler's output).
 #
 # The launcher
 # ------------
@@ -97,7 +97,7 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 # On a GPU, the harness checks every size first, then times the Triton kernel, PyTorch
 # eager (``x + y``) and ``torch.compile`` of the same expression two ways, with the L2
 # cache (the GPU's last level of cache, shared by all SMs) flushed before each call, as
-# the lesson on measuring a kernel explains:
+# the :doc:`lesson on measuring a kernel </docs/lessons/05_measuring>` explains:
 #
 # * *kernel time*, the main lines: how long the GPU works on one call, read from the
 #   CUDA profiler, with no time of the host (the Python that prepares and launches the

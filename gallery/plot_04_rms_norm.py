@@ -55,7 +55,8 @@ neither.
 # Step by step, leaving two details for later:
 #
 # * ``row`` is the program id, made a 64-bit integer so that ``row * n_cols``, the
-#   offset of the row's first element, cannot overflow 32 bits on a large tensor.
+#   offset of the row's first element, cannot overflow 32 bits on a large tensor (see
+#   the :doc:`lesson on tiles in 2-D </docs/lessons/03_tiles>`).
 # * ``tl.arange`` needs a power of two, so the tile has ``BLOCK_SIZE`` lanes, the
 #   smallest power of two that holds ``n_cols`` values. The lanes past ``n_cols`` are
 #   *padding lanes*: the mask keeps them out of the loads and the store.

@@ -60,7 +60,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # ``cols`` the columns of ``B``; the *strides* (how many elements apart two neighbouring
 # rows, or columns, are in memory) turn them into the addresses of a
 # ``BLOCK_M x BLOCK_K`` tile of ``A`` and a ``BLOCK_K x BLOCK_N`` tile of ``B``, as in
-# the lesson on tiles in 2-D:
+# the :doc:`lesson on tiles in 2-D </docs/lessons/03_tiles>`:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul_kernel
@@ -311,7 +311,7 @@ if square.fresh:
 table
 
 # %%
-# Read the figure as the lesson on measuring a kernel explains: the darker lines are
+# Read the figure as the :doc:`lesson on measuring a kernel </docs/lessons/05_measuring>` explains: the darker lines are
 # kernel time, the GPU's time inside the kernels; the lighter lines are call time,
 # which adds what the host does before and around the launch.
 #
