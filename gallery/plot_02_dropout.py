@@ -114,8 +114,9 @@ for seed in (42, 42, 7):
 # Each element costs a quarter of a Philox call, against a whole call per element with
 # ``tl.rand``. The launcher passes ``seed`` as an argument, and the backward pass runs
 # the same kernel on the incoming gradient with the same seed and ``p``, which gives the
-# same mask. In PyTorch this is a ``torch.autograd.Function`` (see the :doc:`lesson on using a
-# kernel inside PyTorch </docs/lessons/06_inside_pytorch>`) that saves ``p`` and the seed instead of a mask:
+# same mask. In PyTorch this is a ``torch.autograd.Function`` (see the
+# :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`)
+# that saves ``p`` and the seed instead of a mask:
 #
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: DropoutFunction

@@ -311,8 +311,9 @@ if square.fresh:
 table
 
 # %%
-# Read the figure as the :doc:`lesson on measuring a kernel </docs/lessons/05_measuring>` explains: the darker lines are
-# kernel time, the GPU's time inside the kernels; the lighter lines are call time,
+# Read the figure as the :doc:`lesson on measuring a kernel </docs/lessons/05_measuring>`
+# explains: the darker lines are kernel time, the GPU's time inside the kernels; the
+# lighter lines are call time,
 # which adds what the host does before and around the launch.
 #
 # * Small products leave most of the GPU idle: a 512 x 512 product has at most 64 tiles

@@ -107,8 +107,9 @@ for seq_len in (4096, 16384):
 # .. literalinclude:: /kernels/attention.py
 #    :pyobject: attention_forward_kernel
 #
-# * ``head_offset`` is computed in ``int64``, as the :doc:`lesson on tiles in 2-D </docs/lessons/03_tiles>` explains, so
-#   that the offset of a late head cannot overflow 32 bits;
+# * ``head_offset`` is computed in ``int64``, as the
+#   :doc:`lesson on tiles in 2-D </docs/lessons/03_tiles>` explains, so that the
+#   offset of a late head cannot overflow 32 bits;
 # * ``EVEN`` is a ``tl.constexpr`` (see the
 #   :doc:`constexpr lesson </docs/lessons/02_constexpr>`) that the launcher sets when the
 #   sequence is a whole number of blocks: then ``_load`` and ``_store`` compile without
