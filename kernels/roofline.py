@@ -213,6 +213,41 @@ def widest_gap(record: Measurement, provider: str) -> tuple[int, float]:
     return x, ratio
 
 
+@dataclass(frozen=True)
+class HostOverhead:
+    """How much of a call of ``provider`` is not its kernel, from one record: at ``size``,
+    where call time is the largest multiple of kernel time, the two times and the call
+    time of ``baseline``; at the largest size, ``launch_us``, call time less kernel time;
+    and the smallest sizes from which on the call time of each is within the chosen
+    factor of its kernel time (None if not even at the largest size)."""
+
+    size: int
+    kernel_us: float
+    call_us: float
+    baseline_call_us: float | None
+    launch_us: float | None
+    close_from: int | None
+    baseline_close_from: int | None
+
+
+def host_overhead(record: Measurement, provider: str, baseline: str, factor: float) -> HostOverhead:
+    """Compare call time with kernel time for ``provider`` and ``baseline`` in ``record``
+    (see :class:`HostOverhead`); ``factor`` is how close counts as close."""
+    size, _ = widest_gap(record, provider)
+    index = record.x.index(size)
+    kernel, call = times_us(record, provider), times_us(record, provider, call=True)
+    last_kernel, last_call = kernel[-1], call[-1]
+    return HostOverhead(
+        size=size,
+        kernel_us=kernel[index],
+        call_us=call[index],
+        baseline_call_us=times_us(record, baseline, call=True)[index],
+        launch_us=None if last_kernel is None or last_call is None else last_call - last_kernel,
+        close_from=first_size_within(record, provider, factor),
+        baseline_close_from=first_size_within(record, baseline, factor),
+    )
+
+
 def highest_share(record: Measurement) -> tuple[str, int, float]:
     """The provider, size and rate-over-ceiling of the highest kernel-time rate in
     ``record``: above 1 when a provider beat the ceiling measured in the same run."""

@@ -120,6 +120,23 @@ def test_the_widest_gap_is_where_the_host_dominates_most() -> None:
     )
 
 
+def test_host_overhead_compares_both_providers_at_the_widest_gap() -> None:
+    doc = sample_doc()
+    doc["series"]["Triton"] = doc["series"]["PyTorch"] = [3000.0] * len(X)
+    doc["call_series"]["Triton"] = [3000.0 / r for r in (3, 10, 2, 1.05, 1.01)]
+    doc["call_series"]["PyTorch"] = [3000.0 / r for r in (2, 2, 1.05, 1.05, 1.02)]
+    overhead = roofline.host_overhead(
+        measurements.from_json(doc, "sample.json"), "Triton", "PyTorch", 1.1
+    )
+    kernel_us = 12 * X[1] / 3000e9 * 1e6
+    assert overhead.size == X[1]
+    assert overhead.kernel_us == pytest.approx(kernel_us)
+    assert overhead.call_us == pytest.approx(10 * kernel_us)
+    assert overhead.baseline_call_us == pytest.approx(2 * kernel_us)
+    assert overhead.launch_us == pytest.approx(0.01 * 12 * X[-1] / 3000e9 * 1e6)
+    assert (overhead.close_from, overhead.baseline_close_from) == (X[3], X[2])
+
+
 def test_a_missing_rate_ends_the_run_of_close_sizes() -> None:
     doc = sample_doc(unavailable={"PyTorch": "at N=2**27: out of memory"})
     doc["series"]["PyTorch"][3] = None
