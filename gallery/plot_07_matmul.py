@@ -197,9 +197,9 @@ print(f"matmul(a, weight.t().contiguous()): relative error {error:.1e}")
 # programs at a time, out of the 2048 tiles of an 8192 x 8192 product in 128 x 256
 # tiles. Numbered along the rows of ``C``, the programs in flight cover a few rows of
 # tiles: they share the tiles of ``A`` of those rows, but need every column of ``B``,
-# which for a large product is more than the L2 cache (50 MB on an H200) holds. Grouped
-# ordering numbers the tiles down ``GROUP_M`` rows of tiles before
-# moving right, so that the programs in flight share a few tile rows of ``A`` and a few
+# which for a large product is more than the L2 cache holds (60 MB on an H200, as
+# CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows of tiles
+# before moving right, so that the programs in flight share a few tile rows of ``A`` and a few
 # tile columns of ``B`` (such a remapping of program numbers is also called
 # *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
 #

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from kernels.measurements import Measurement, MeasurementError
+from .measurements import Measurement, MeasurementError
 
 # Work units per rate unit: a GB/s rate is bytes / 1e9 per second, TFLOP/s is FLOPs / 1e12.
 RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
@@ -276,7 +276,7 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     ceiling on the site, with one marker per point; an estimated point is hollow."""
     import matplotlib.pyplot as plt
 
-    from kernels.plotting import CEILING_COLOUR, FIGURE_SIZE, PROVIDER_COLOURS, style
+    from .plotting import CEILING_COLOUR, FIGURE_SIZE, PROVIDER_COLOURS, style
 
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     intensities = [p.intensity for p in points] + [roof.ridge]

@@ -28,7 +28,7 @@ REP_MS = 100
 # Kernel time: as many profiled calls as fit in KERNEL_REP_MS, within these bounds.
 KERNEL_REP_MS = 200
 KERNEL_REPEATS = (20, 500)
-# Larger than the H200's 50 MB of L2, as do_bench's own flush buffer.
+# Larger than the H200's L2 (60 MB, as CUDA reports it), as do_bench's own flush buffer.
 FLUSH_BYTES = 256 * 2**20
 # The GPU activities that count as a call's work in the profiler's trace.
 GPU_ACTIVITIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
