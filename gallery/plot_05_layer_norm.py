@@ -81,9 +81,10 @@ pass runs too, and it moves more bytes than the forward pass.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: _input_gradient
 #
-# A second, small kernel adds up the partial sums, one strip of columns per program:
+# A second, small kernel adds up the partial sums, one strip of columns per program (it
+# lives in a module of its own, since the RMSNorm backward pass uses it too):
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/column_sums.py
 #    :pyobject: column_sums_kernel
 #
 # Long rows: two kernels
@@ -114,6 +115,11 @@ pass runs too, and it moves more bytes than the forward pass.
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: LayerNormFunction
+#
+# Autograd cannot differentiate what the backward kernels compute, so there is no second
+# derivative. ``first_order_only`` (in ``kernels/first_order.py``) makes a request for
+# one, such as a gradient penalty, fail with an error that says so, instead of an error
+# about some other tensor or a silently missing term.
 
 # %%
 # Run it and check it

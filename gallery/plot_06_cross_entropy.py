@@ -35,12 +35,11 @@ again.
 #
 #    forward, program r:
 #        m, s = online max and sum over row r, tile by tile    # one read
-#        lse = m + log(s)
-#        store loss[r] = lse - logits[r, target[r]], and lse[r]
+#        store loss[r] = (m - logits[r, target[r]]) + log(s), and m[r], log(s)[r]
 #
 #    backward, program r:
 #        for each tile of row r:                                # one read
-#            p = exp(logits - lse[r])                           # softmax, recomputed
+#            p = exp((logits - m[r]) - log(s)[r])               # softmax, recomputed
 #            store (p - onehot(target)) * scale                 # one write
 #
 # The forward kernel
@@ -52,8 +51,9 @@ again.
 # .. literalinclude:: /kernels/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
-# Then the program looks up its target's logit and stores two numbers: the row's loss
-# and its logsumexp. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
+# Then the program looks up its target's logit and stores three numbers: the row's
+# loss, and its logsumexp in two parts, ``m`` and ``log(s)`` (the comment in the kernel
+# says why they are not added up). Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
 # get a loss of 0 and do not count in the mean:
 #
 # .. literalinclude:: /kernels/cross_entropy.py
@@ -71,8 +71,9 @@ again.
 # The gradient of the loss with respect to a logit is the softmax probability of its
 # token, minus one at the target, divided by the number of rows that count, times the
 # gradient that arrives from after the loss (1 when the loss is the last step). With the
-# logsumexp saved, the probability is ``exp(x - lse)``: the backward kernel reads the
-# logits once and writes the gradient once, and no softmax matrix ever exists.
+# two parts of the logsumexp saved, the probability is ``exp((x - m) - log(s))``: the
+# backward kernel reads the logits once and writes the gradient once, and no softmax
+# matrix ever exists.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_backward_kernel

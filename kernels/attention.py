@@ -21,7 +21,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_same_layout, check_tensor
+from .checks import check_bool, check_real, check_same_layout, check_tensor
+from .first_order import first_order_only
 from .runtime import interpreted
 from .spec import BenchmarkSpec, ProviderUnavailable
 from .tile_dot import tile_dot
@@ -470,6 +471,7 @@ class FlashAttention(torch.autograd.Function):
         return out
 
     @staticmethod
+    @first_order_only("attention")
     def backward(ctx, grad_out):
         grad_out = grad_out.contiguous()
         grads = _backward(ctx.saved_tensors, grad_out, ctx.causal, ctx.sm_scale)
@@ -505,14 +507,20 @@ def attention(
 
     ``q``, ``k``, ``v``: contiguous (batch, heads, seq_len, head_dim) tensors of one shape
     and dtype (float16 or bfloat16) on the device Triton runs on; head_dim is 16, 32, 64
-    or 128. ``causal``: query i attends to keys 0..i only. ``sm_scale`` defaults to
-    ``1 / sqrt(head_dim)``.
+    or 128. ``causal`` (a bool): query i attends to keys 0..i only. ``sm_scale`` (a
+    finite number) defaults to ``1 / sqrt(head_dim)``.
     """
     check_attention_inputs(q, k, v)
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(q.shape[-1])
+    causal = check_bool("causal", causal)
+    sm_scale = (
+        1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else check_real("sm_scale", sm_scale)
+    )
+    if not math.isfinite(sm_scale):
+        raise ValueError(f"sm_scale must be a finite number, got {sm_scale!r}")
     if q.numel() == 0:
-        return torch.empty_like(q).requires_grad_(q.requires_grad)
+        # No queries, nothing to launch; the sum of the empty inputs is an empty output
+        # that still links them to autograd.
+        return q + k + v
     return FlashAttention.apply(q, k, v, causal, sm_scale)
 
 

@@ -5,6 +5,7 @@ or a tensor of another dtype gives a crash or a silently wrong answer. Launchers
 these checks first so that the mistake is reported in the caller's terms.
 """
 
+import numbers
 from collections.abc import Iterable
 
 import torch
@@ -95,10 +96,11 @@ def check_normalisation(
     eps: float,
     max_cols: int,
     dtypes: Iterable[torch.dtype],
-) -> torch.Tensor:
+) -> float:
     """Check the inputs of a normalisation over the last dimension: ``x`` as
     :func:`check_rows`, each per-column parameter as :func:`check_parameter`, rows no
-    longer than ``max_cols`` (what fits in registers) and a positive ``eps``."""
+    longer than ``max_cols`` (what fits in registers) and a positive number ``eps``,
+    which is returned as a Python float."""
     tensor = check_rows("x", x, dtypes)
     for name, value in parameters.items():
         check_parameter(name, value, tensor)
@@ -106,6 +108,77 @@ def check_normalisation(
         raise ValueError(
             f"x has rows of {tensor.shape[-1]} values; this kernel takes at most {max_cols}"
         )
+    eps = check_real("eps", eps)
     if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps}")
-    return tensor
+        raise ValueError(f"eps must be positive, got {eps!r}")
+    return eps
+
+
+def _what(value: object) -> str:
+    """A short description of a value for an error message: its type, and its value
+    unless it is a tensor (whose repr can run to pages)."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def check_real(name: str, value: object) -> float:
+    """Check that scalar argument ``name`` is a real number (a Python or NumPy int or
+    float, not a bool, a string, None or a tensor) and return it as a Python float."""
+    if type(value) is float:  # the common case, with no further work
+        return value
+    if isinstance(value, bool | torch.Tensor) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number (int or float), got {_what(value)}")
+    return float(value)
+
+
+def check_integer(name: str, value: object) -> int:
+    """Check that scalar argument ``name`` is an integer (a Python or NumPy int, not a
+    bool, a float or a tensor) and return it as a Python int."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool | torch.Tensor) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_what(value)}")
+    return int(value)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Check that flag ``name`` is a bool (Python's or NumPy's): a string such as
+    ``"false"`` is true to Python, so it is refused rather than read."""
+    if type(value) is bool:
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {_what(value)}")
+
+
+def check_no_partial_overlap(
+    names: tuple[str, str], out: torch.Tensor, other: torch.Tensor
+) -> None:
+    """Check that output ``out`` and input ``other`` (both contiguous) are the same memory
+    or share none: where they partly overlap, a kernel would read values that another
+    program has already overwritten, as PyTorch refuses too."""
+    out_start, other_start = out.data_ptr(), other.data_ptr()
+    out_bytes = out.numel() * out.element_size()
+    other_bytes = other.numel() * other.element_size()
+    if out_start == other_start and out_bytes == other_bytes:
+        return
+    if out_start < other_start + other_bytes and other_start < out_start + out_bytes:
+        a, b = names
+        raise ValueError(
+            f"{a} overlaps {b} in memory without being the same elements: the kernel would "
+            f"read values of {b} it has already overwritten. Pass a separate {a}, or {b} itself"
+        )
+
+
+def needs_grad(*tensors: torch.Tensor) -> bool:
+    """Whether a call on ``tensors`` must record a gradient: grad mode is on and one of
+    them requires one."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def check_no_grad(name: str, value: torch.Tensor, why: str) -> None:
+    """Refuse input ``name`` when it needs a gradient that the launcher cannot give
+    (``why`` says why): a result cut off from autograd would train silently wrong."""
+    if value.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"{name} requires grad, but {why}")

@@ -4,7 +4,7 @@
 ``cross_entropy`` computes ``log_softmax`` of the whole (rows, vocabulary) matrix, keeps
 it for the backward pass, and then picks one value per row: for a large vocabulary that
 matrix is as big as the logits themselves. The forward kernel here streams each row
-once, keeping a running maximum and sum (the online logsumexp), and stores one number
+once, keeping a running maximum and sum (the online logsumexp), and stores two numbers
 per row; the backward kernel reads the logits again and writes the gradient
 ``softmax(logits) - onehot(target)`` directly, scaled by the upstream gradient.
 """
@@ -15,7 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_rows, check_tensor
+from .checks import check_bool, check_integer, check_rows, check_tensor
+from .first_order import first_order_only
 from .launch import benchmark_rows
 from .online_softmax import online_max_and_sum
 from .spec import BenchmarkSpec
@@ -39,7 +40,8 @@ def cross_entropy_forward_kernel(
     logits_ptr,
     targets_ptr,
     losses_ptr,
-    lse_ptr,
+    max_ptr,
+    log_sum_ptr,
     n_cols,
     ignore_index,
     ACC: tl.constexpr,
@@ -54,14 +56,18 @@ def cross_entropy_forward_kernel(
     running_max, running_sum = online_max_and_sum(
         row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
     )
-    lse = running_max + tl.log(running_sum)
+    # logsumexp = max + log(sum). The two are kept apart: with logits near 1e6 their sum
+    # rounds to a multiple of 1/16 in float32, which would shift every probability by up
+    # to 3%, while (logit - max) + log(sum) keeps the digits that matter.
+    log_sum = tl.log(running_sum)
     target = tl.load(targets_ptr + row)
     valid = target != ignore_index
     # Never read outside the row: an unchecked out-of-range target gives a NaN loss.
     in_range = (target >= 0) & (target < n_cols)
     target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
-    tl.store(losses_ptr + row, tl.where(valid, lse - target_logit, 0.0))
-    tl.store(lse_ptr + row, lse)
+    tl.store(losses_ptr + row, tl.where(valid, (running_max - target_logit) + log_sum, 0.0))
+    tl.store(max_ptr + row, running_max)
+    tl.store(log_sum_ptr + row, log_sum)
 
 
 @triton.jit
@@ -86,7 +92,8 @@ def mean_loss_kernel(
 def cross_entropy_backward_kernel(
     logits_ptr,
     targets_ptr,
-    lse_ptr,
+    max_ptr,
+    log_sum_ptr,
     grad_loss_ptr,
     n_valid_ptr,
     dlogits_ptr,
@@ -98,7 +105,8 @@ def cross_entropy_backward_kernel(
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
     target = tl.load(targets_ptr + row)
-    lse = tl.load(lse_ptr + row)
+    row_max = tl.load(max_ptr + row)
+    log_sum = tl.load(log_sum_ptr + row)
     # d(mean loss)/d(logit) = (softmax - onehot) / n_valid, times the upstream gradient;
     # both scalars are read on the device, so the host never waits for them.
     scale = tl.load(grad_loss_ptr).to(ACC) / tl.load(n_valid_ptr).to(ACC)
@@ -107,7 +115,8 @@ def cross_entropy_backward_kernel(
         offsets = start + cols
         mask = offsets < n_cols
         x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(ACC)
-        probability = tl.exp(x - lse)
+        # x - max is exact for nearby values, and its exponent at most 0.
+        probability = tl.exp((x - row_max) - log_sum)
         grad = (probability - tl.where(offsets == target, 1.0, 0.0)) * scale
         tl.store(
             dlogits_ptr + row * n_cols + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask
@@ -126,9 +135,10 @@ class CrossEntropyFunction(torch.autograd.Function):
         n_rows, n_cols = logits.shape
         acc_torch, acc_triton = _accumulator(logits.dtype)
         losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+        row_max = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+        log_sum = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
         cross_entropy_forward_kernel[(n_rows,)](
-            logits, targets, losses, lse, n_cols, ignore_index, ACC=acc_triton,
+            logits, targets, losses, row_max, log_sum, n_cols, ignore_index, ACC=acc_triton,
             BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
             num_warps=FORWARD_WARPS,
         )  # fmt: skip
@@ -138,18 +148,20 @@ class CrossEntropyFunction(torch.autograd.Function):
             losses, targets, loss, n_valid, n_rows, ignore_index,
             BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
         )  # fmt: skip
-        ctx.save_for_backward(logits, targets, lse, n_valid)
+        ctx.save_for_backward(logits, targets, row_max, log_sum, n_valid)
         ctx.ignore_index = ignore_index
         return loss
 
     @staticmethod
+    @first_order_only("cross_entropy")
     def backward(ctx, grad_loss):
-        logits, targets, lse, n_valid = ctx.saved_tensors
+        logits, targets, row_max, log_sum, n_valid = ctx.saved_tensors
         n_rows, n_cols = logits.shape
         dlogits = torch.empty_like(logits)
         cross_entropy_backward_kernel[(n_rows,)](
-            logits, targets, lse, grad_loss, n_valid, dlogits, n_cols, ctx.ignore_index,
-            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=BACKWARD_WARPS,
+            logits, targets, row_max, log_sum, grad_loss, n_valid, dlogits, n_cols,
+            ctx.ignore_index, ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE,
+            num_warps=BACKWARD_WARPS,
         )  # fmt: skip
         return dlogits, None, None
 
@@ -174,6 +186,8 @@ def cross_entropy(
     """
     check_rows("logits", logits, SUPPORTED_DTYPES)
     check_tensor("targets", targets, (torch.int64,))
+    ignore_index = check_integer("ignore_index", ignore_index)
+    check_targets = check_bool("check_targets", check_targets)
     if logits.dim() != 2:
         raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")
     if tuple(targets.shape) != (logits.shape[0],):

@@ -12,10 +12,13 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_tensor
+from .checks import check_integer, check_real, check_tensor
+from .first_order import first_order_only
 from .spec import BenchmarkSpec
 
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Not float64: Triton passes p and the scale 1 / (1 - p) to the kernel as float32
+# numbers, so a float64 result would carry float32's rounding error.
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # One Philox call gives four 32-bit random numbers: each program draws BLOCK_SIZE / 4
 # of them and uses each for four elements, a quarter of the tile apart.
 BLOCK_SIZE = 2048
@@ -46,11 +49,13 @@ def dropout_kernel(x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.co
     _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale)
 
 
-def _check_p_and_seed(p: float, seed: int) -> None:
-    if not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+def _check_p_and_seed(p: object, seed: object) -> tuple[float, int]:
+    p, seed = check_real("p", p), check_integer("seed", seed)
+    if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a probability between 0 and 1, got {p!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+    if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
+    return p, seed
 
 
 def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
@@ -72,6 +77,7 @@ class DropoutFunction(torch.autograd.Function):
         return _launch(x, p, seed)
 
     @staticmethod
+    @first_order_only("dropout")
     def backward(ctx, dy):
         return _launch(dy.contiguous(), ctx.p, ctx.seed), None, None
 
@@ -79,11 +85,12 @@ class DropoutFunction(torch.autograd.Function):
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """Zero each element of ``x`` with probability ``p`` and scale the rest by ``1/(1-p)``.
 
-    ``x``: contiguous float tensor on the Triton device, fewer than 2**31 elements;
-    ``p``: between 0 and 1; ``seed``: integer from 0 to 2**63 - 1, which fixes the mask.
+    ``x``: contiguous float16, bfloat16 or float32 tensor on the Triton device, fewer
+    than 2**31 elements; ``p``: a number between 0 and 1; ``seed``: an integer from 0 to
+    2**63 - 1, which fixes the mask.
     """
     check_tensor("x", x, SUPPORTED_DTYPES)
-    _check_p_and_seed(p, seed)
+    p, seed = _check_p_and_seed(p, seed)
     if x.numel() > MAX_ELEMENTS:
         raise ValueError(f"x has {x.numel()} elements; this kernel takes at most {MAX_ELEMENTS}")
     return DropoutFunction.apply(x, p, seed)

@@ -5,7 +5,8 @@ The forward kernel reads each row once, writes it once and keeps two numbers per
 (the mean and the inverse standard deviation) for the backward pass. The backward
 kernel reads ``x`` and ``dy`` once, writes ``dx``, and sums the weight and bias
 gradients over rows in registers: each program keeps a partial sum over the rows it
-handles, and a second, small kernel adds up the partial sums. For rows longer than
+handles, and a second, small kernel (:mod:`kernels.column_sums`) adds up the partial
+sums. For rows longer than
 FUSED_BACKWARD_MAX_COLS those partial sums no longer fit in registers beside the row;
 there one kernel writes ``dx`` and another reads ``x`` and ``dy`` a second time, in
 column strips, for the weight and bias gradients.
@@ -18,6 +19,8 @@ import triton
 import triton.language as tl
 
 from .checks import check_normalisation
+from .column_sums import column_sums
+from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
     accumulator,
@@ -187,33 +190,6 @@ def layer_norm_weight_grads_kernel(
     tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
 
 
-@triton.jit
-def column_sums_kernel(
-    partial_dw_ptr,
-    partial_db_ptr,
-    dw_ptr,
-    db_ptr,
-    n_partials,
-    n_cols,
-    BLOCK_ROWS: tl.constexpr,
-    BLOCK_COLS: tl.constexpr,
-):
-    # Add up the partial sums of one strip of columns, BLOCK_ROWS partials at a time,
-    # for the weight and the bias gradients together.
-    cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
-    col_mask = cols < n_cols
-    dw = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
-    db = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_db_ptr.dtype.element_ty)
-    for start in range(0, n_partials, BLOCK_ROWS):
-        rows = start + tl.arange(0, BLOCK_ROWS)
-        mask = (rows < n_partials)[:, None] & col_mask[None, :]
-        offsets = rows[:, None] * n_cols + cols[None, :]
-        dw += tl.load(partial_dw_ptr + offsets, mask=mask, other=0.0)
-        db += tl.load(partial_db_ptr + offsets, mask=mask, other=0.0)
-    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
-    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
-
-
 # The forward kernel gives each thread about 32 values, with at most 8 warps: on an
 # H200 at 16K values, 8 warps ran at 94% of the copy ceiling, 16 at 93%, 32 at 60%.
 FORWARD_MOST_WARPS = 8
@@ -337,17 +313,7 @@ def _backward(dy, x, weight, mean, rstd):
     else:
         partial_dw, partial_db = _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx)
     dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
-    block_cols = 32
-    column_sums_kernel[(triton.cdiv(n_cols, block_cols),)](
-        partial_dw,
-        partial_db,
-        dweight,
-        dbias,
-        partial_dw.shape[0],
-        n_cols,
-        BLOCK_ROWS=64,
-        BLOCK_COLS=block_cols,
-    )
+    column_sums(partial_dw, dweight, partial_db, dbias)
     return dx.view_as(x), dweight, dbias
 
 
@@ -361,6 +327,7 @@ class LayerNormFunction(torch.autograd.Function):
         return y
 
     @staticmethod
+    @first_order_only("layer_norm")
     def backward(ctx, dy):
         x, weight, mean, rstd = ctx.saved_tensors
         dx, dweight, dbias = _backward(dy.contiguous(), x, weight, mean, rstd)
@@ -376,7 +343,7 @@ def layer_norm(
     ``weight`` and ``bias``: one value per column, of ``x``'s dtype; ``eps``: added to
     the variance.
     """
-    check_normalisation(x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES)
+    eps = check_normalisation(x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES)
     return LayerNormFunction.apply(x, weight, bias, eps)
 
 

@@ -19,13 +19,18 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .checks import check_tensor
+from .checks import check_no_grad, check_tensor
 from .runtime import interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
 
 MATMUL_DTYPES = (torch.float16, torch.bfloat16)
 ACTIVATIONS = ("none", "relu", "gelu")
+# Its gradients are products with a transposed operand, which this kernel does not take.
+NO_BACKWARD = (
+    "matmul has no backward pass yet: use torch.matmul to train, or pass .detach() to "
+    "compute without a gradient"
+)
 
 
 @triton.jit
@@ -49,8 +54,15 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 @triton.jit
 def gelu_tanh(x):
-    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z)."""
-    return x * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
+    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z).
+
+    The sigmoid takes ``exp`` of ``-|2z|`` only, which is at most 1: ``exp(-2z)`` for a
+    large negative ``z`` would overflow to infinity (the result would still be right,
+    0, but by way of an overflow). A NaN stays NaN."""
+    two_z = 1.5957691216057308 * (x + 0.044715 * x * x * x)
+    e = tl.exp(-tl.abs(two_z))
+    sigmoid = tl.where(two_z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return x * sigmoid
 
 
 @triton.jit
@@ -58,7 +70,9 @@ def epilogue(acc, ACTIVATION: tl.constexpr):
     """The activation, applied to the float32 tile while it is still in registers, so
     that it costs no extra pass over C."""
     if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
+        # Not tl.maximum(acc, 0.0): by default it returns 0 for NaN, where torch.relu
+        # keeps the NaN. NaN < 0 is false, so this keeps it.
+        acc = tl.where(acc < 0.0, 0.0, acc)
     elif ACTIVATION == "gelu":
         acc = gelu_tanh(acc)
     return acc
@@ -249,6 +263,7 @@ def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Te
     for name, tensor in (("a", a), ("b", b)):
         if tensor.dim() != 2:
             raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be a matrix (2-D)")
+        check_no_grad(name, tensor, NO_BACKWARD)
     if a.dtype != b.dtype:
         raise TypeError(
             f"a is {str(a.dtype).removeprefix('torch.')} but b is "

@@ -4,14 +4,33 @@
 Written out in PyTorch it takes a pass over memory for the square, one for the mean,
 one for the scaling and one for the weight; the fused kernel reads each row once and
 writes it once.
+
+The backward pass has LayerNorm's plan (:mod:`kernels.layer_norm`) without the mean and
+the bias: one kernel reads ``x`` and ``dy`` once, writes ``dx`` and keeps partial sums of
+the weight's gradient in registers, and :mod:`kernels.column_sums` adds them up. Rows
+too long for that are split between a kernel for ``dx`` and one for the weight's
+gradient. The inverse root mean square of each row is recomputed from ``x``, which the
+backward pass reads anyway, so the forward pass stores nothing for it.
 """
+
+import dataclasses
 
 import torch
 import triton
 import triton.language as tl
 
-from .checks import check_normalisation
-from .launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+from .checks import check_normalisation, needs_grad
+from .column_sums import column_sums
+from .first_order import first_order_only
+from .launch import (
+    ROW_DTYPES,
+    accumulator,
+    as_rows,
+    benchmark_rows,
+    resident_programs,
+    row_block,
+    warps_for,
+)
 from .spec import BenchmarkSpec
 
 MAX_COLS = 65536
@@ -62,8 +81,11 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
 
     ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
     ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
+    Differentiable in ``x`` and ``weight``, through :func:`rms_norm_backward_kernel`.
     """
-    check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
+    eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
+    if needs_grad(x, weight):
+        return RMSNormFunction.apply(x, weight, eps)
     rows = as_rows(x)
     out = torch.empty_like(rows)
     n_rows, n_cols = rows.shape
@@ -81,6 +103,220 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
             num_warps=_warps(block),
         )
     return out.view_as(x)
+
+
+@triton.jit
+def _input_gradient(x_hat, weighted_dy, inv_rms, n_cols, AXIS: tl.constexpr):
+    """dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), the mean taken along AXIS,
+    the row; ``inv_rms`` broadcasts against the tile."""
+    c_hat = tl.sum(x_hat * weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    return (weighted_dy - x_hat * c_hat) * inv_rms
+
+
+@triton.jit
+def rms_norm_backward_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    dx_ptr,
+    partial_dw_ptr,
+    n_rows,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    ROWS_PER_TILE: tl.constexpr,
+):
+    # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows and
+    # keeping one partial sum of dweight in registers, as LayerNorm's backward kernel.
+    program = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    col_mask = cols < n_cols
+    tile_rows = tl.arange(0, ROWS_PER_TILE)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    step = tl.num_programs(0) * ROWS_PER_TILE
+    for first_row in range(program * ROWS_PER_TILE, n_rows, step):
+        rows = first_row + tile_rows
+        mask = (rows < n_rows)[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        # Padding lanes and rows read zeros: they add nothing to any sum.
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        # The forward pass's inverse root mean square, recomputed from the rows in registers.
+        inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
+        x_hat = x * inv_rms
+        dx = _input_gradient(x_hat, dy * weight[None, :], inv_rms, n_cols, 1)
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dweight += dy * x_hat
+    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+
+
+@triton.jit
+def rms_norm_input_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    dx_ptr,
+    inv_rms_ptr,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+):
+    # dx alone, one row per program, for rows too long for the kernel above: a first
+    # pass over the row's tiles sums x*x and w*dy*x, a second writes dx. The loads of
+    # the first pass ask L2 to keep the row for the second. The row's inverse root mean
+    # square is stored for rms_norm_weight_grad_kernel. EVEN: whole tiles, no mask.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    sum_squares = tl.zeros((BLOCK_SIZE,), ACC)
+    sum_products = tl.zeros((BLOCK_SIZE,), ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+        weight = tl.load(weight_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+        sum_squares += x * x
+        sum_products += dy * weight * x
+    inv_rms = 1.0 / tl.sqrt(tl.sum(sum_squares, axis=0) / n_cols + eps)
+    # mean(w*dy * x_hat), with x_hat = x * inv_rms.
+    c_hat = tl.sum(sum_products, axis=0) * inv_rms / n_cols
+    tl.store(inv_rms_ptr + row, inv_rms)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        x = tl.load(x_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        weight = tl.load(weight_ptr + start + cols, mask=mask).to(ACC)
+        dx = (dy * weight - x * inv_rms * c_hat) * inv_rms
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def rms_norm_weight_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    inv_rms_ptr,
+    partial_dw_ptr,
+    n_rows,
+    n_cols,
+    ROWS_PER_PROGRAM: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
+):
+    # Program (strip, chunk) sums dy * x_hat over ROWS_PER_PROGRAM rows of one strip of
+    # BLOCK_COLS columns, as LayerNorm's layer_norm_weight_grads_kernel.
+    strip = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = strip * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dweight = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    first_row = chunk * ROWS_PER_PROGRAM
+    end_row = tl.minimum(first_row + ROWS_PER_PROGRAM, n_rows)
+    for start in range(first_row, end_row, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        # The chunk's end, not just the matrix's: the next chunk's rows are another program's.
+        row_mask = rows < end_row
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
+        dweight += dy * (x * inv_rms[:, None])
+    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+
+
+# The backward kernels' settings are LayerNorm's (kernels/layer_norm.py says how they were
+# chosen), whose kernels have the same shape and one more row-sized sum; they have not
+# been swept for RMSNorm. Rows up to FUSED_BACKWARD_MAX_COLS take the one-kernel plan,
+# several rows at a time when short; longer ones the two-kernel plan, with dx in tiles of
+# INPUT_GRAD_BLOCK values and the weight gradient in strips of STRIP_COLS columns.
+FUSED_BACKWARD_MAX_COLS = 8192
+BACKWARD_TILE = 8192
+BACKWARD_WARPS_PER_SM = 8
+INPUT_GRAD_BLOCK = 4096
+STRIP_COLS = 256
+STRIP_ROWS = 16
+ROWS_PER_CHUNK = 512
+
+
+def _accumulator_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _fused_backward(grad_rows, rows, weight, eps, dx):
+    """dx, and per-program partial sums of the weight gradient, in one kernel."""
+    n_rows, n_cols = rows.shape
+    block = row_block(n_cols)
+    rows_per_tile = max(1, BACKWARD_TILE // block)
+    num_warps = warps_for(rows_per_tile * block)
+    n_tiles = triton.cdiv(n_rows, rows_per_tile)
+    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
+    partial_dw = torch.empty(
+        n_partials, n_cols, dtype=_accumulator_dtype(rows.dtype), device=rows.device
+    )
+    rms_norm_backward_kernel[(n_partials,)](
+        grad_rows, rows, weight, dx, partial_dw, n_rows, n_cols, eps,
+        ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
+        num_warps=num_warps,
+    )  # fmt: skip
+    return partial_dw
+
+
+def _two_kernel_backward(grad_rows, rows, weight, eps, dx):
+    """dx (and each row's inverse root mean square) from one kernel, partial sums of the
+    weight gradient, one per chunk of rows, from another."""
+    n_rows, n_cols = rows.shape
+    acc_dtype = _accumulator_dtype(rows.dtype)
+    inv_rms = torch.empty(n_rows, dtype=acc_dtype, device=rows.device)
+    rms_norm_input_grad_kernel[(n_rows,)](
+        grad_rows, rows, weight, dx, inv_rms, n_cols, eps, ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=INPUT_GRAD_BLOCK, EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
+        num_warps=warps_for(INPUT_GRAD_BLOCK, per_thread=16),
+    )  # fmt: skip
+    n_chunks = triton.cdiv(n_rows, ROWS_PER_CHUNK)
+    partial_dw = torch.empty(n_chunks, n_cols, dtype=acc_dtype, device=rows.device)
+    rms_norm_weight_grad_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_chunks)](
+        grad_rows, rows, inv_rms, partial_dw, n_rows, n_cols,
+        ROWS_PER_PROGRAM=ROWS_PER_CHUNK, BLOCK_ROWS=STRIP_ROWS, BLOCK_COLS=STRIP_COLS,
+    )  # fmt: skip
+    return partial_dw
+
+
+def _backward(dy, x, weight, eps):
+    rows, grad_rows = as_rows(x), as_rows(dy)
+    n_rows, n_cols = rows.shape
+    dx = torch.empty_like(rows)
+    if n_rows == 0:
+        return dx.view_as(x), torch.zeros_like(weight)
+    if n_cols <= FUSED_BACKWARD_MAX_COLS:
+        partial_dw = _fused_backward(grad_rows, rows, weight, eps, dx)
+    else:
+        partial_dw = _two_kernel_backward(grad_rows, rows, weight, eps, dx)
+    dweight = torch.empty_like(weight)
+    column_sums(partial_dw, dweight)
+    return dx.view_as(x), dweight
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """Autograd wiring: the forward kernel, and the backward kernels for both gradients."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+        # Autograd runs this with grad mode off: rms_norm launches the forward kernel.
+        return rms_norm(x, weight, eps)
+
+    @staticmethod
+    @first_order_only("rms_norm")
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        dx, dweight = _backward(dy.contiguous(), x, weight, ctx.eps)
+        return dx, dweight, None
 
 
 def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -106,6 +342,19 @@ def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
     return (2 * ROWS + 1) * n_cols * dtype.itemsize
 
 
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """The forward inputs, and a random gradient of the output."""
+    x, weight = make_inputs(n_cols, dtype, device, generator)
+    return x, weight, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, dy and the weight once; write dx and the weight's gradient once."""
+    return (3 * ROWS + 2) * n_cols * dtype.itemsize
+
+
 BENCHMARK = BenchmarkSpec(
     name="rms_norm",
     metric="GB/s",
@@ -118,4 +367,15 @@ BENCHMARK = BenchmarkSpec(
     torch_eager=torch_rms_norm,
     work=bytes_moved,
     details={"rows": ROWS},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_backward",
+    # Not rows of one value: there y = sign(x) * weight, and dx is a small difference of
+    # nearly equal terms that no float32 computation (PyTorch's neither) gets to 1e-5.
+    interpreter_sizes=(3, 781, 2048),
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0, 1),
 )

@@ -4,13 +4,20 @@
 composition of the formula makes a pass over memory for each step (max, subtract and
 exponentiate, sum, divide); the fused kernel keeps a whole row in registers and touches
 memory twice: it reads the row once and writes the result once.
+
+The backward pass, ``dx = y * (dy - sum(y * dy))`` per row, needs the output ``y``,
+which the forward pass keeps, and the output's gradient ``dy``: its kernel reads both
+once and writes ``dx`` once.
 """
+
+import dataclasses
 
 import torch
 import triton
 import triton.language as tl
 
-from .checks import check_rows
+from .checks import check_rows, needs_grad
+from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
     accumulator,
@@ -121,9 +128,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     of over 16K values, :func:`softmax_prefetch_kernel` and :func:`softmax_looped_kernel`).
 
     ``x``: a contiguous float tensor (float16, bfloat16, float32 or float64) on the
-    device Triton runs on, with a non-empty last dimension.
+    device Triton runs on, with a non-empty last dimension. Differentiable: the gradient
+    comes from :func:`softmax_backward_kernel`.
     """
     check_rows("x", x, ROW_DTYPES)
+    if needs_grad(x):
+        return SoftmaxFunction.apply(x)
     rows = as_rows(x)
     out = torch.empty_like(rows)
     n_rows, n_cols = rows.shape
@@ -149,6 +159,94 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
             num_warps=warps_for(block, VALUES_PER_THREAD),
         )  # fmt: skip
     return out.view_as(x)
+
+
+# The backward kernel holds two rows, y and dy: rows up to this length stay whole in
+# registers (together as many values as the forward kernel's longest fused row); longer
+# rows are walked in tiles of BACKWARD_LOOP_BLOCK values. Not swept on a GPU yet.
+BACKWARD_MAX_FUSED_COLS = 16384
+BACKWARD_LOOP_BLOCK = 8192
+BACKWARD_LOOP_WARPS = 16
+
+
+@triton.jit
+def softmax_backward_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+):
+    # One program per row: dx = y * (dy - sum(y * dy)).
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (cols < n_cols) | EVEN
+    offsets = row * n_cols + cols
+    # Padding lanes read zeros, which add nothing to the sum.
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    dx = y * (dy - tl.sum(y * dy, axis=0))
+    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_backward_looped_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+):
+    # Rows too long for registers, in two passes over tiles: the sum of y * dy, then dx.
+    # The eviction hints ask L2 to keep the row for the second pass, as in the forward
+    # kernel for long rows. EVEN: the row is a whole number of tiles.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    partial = tl.zeros((BLOCK_SIZE,), ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        y = tl.load(y_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+        partial += y.to(ACC) * dy.to(ACC)
+    dot = tl.sum(partial, axis=0)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        y = tl.load(y_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        tl.store(dx_ptr + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """The gradient of softmax's input from its output ``y`` and the output's gradient."""
+    rows, grad_rows = as_rows(y), as_rows(dy)
+    dx = torch.empty_like(rows)
+    n_rows, n_cols = rows.shape
+    if n_rows == 0:
+        return dx.view_as(y)
+    acc = accumulator(y.dtype)
+    if n_cols > BACKWARD_MAX_FUSED_COLS:
+        softmax_backward_looped_kernel[(n_rows,)](
+            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
+            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, num_warps=BACKWARD_LOOP_WARPS,
+        )  # fmt: skip
+    else:
+        block = row_block(n_cols)
+        softmax_backward_kernel[(n_rows,)](
+            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            num_warps=warps_for(block),
+        )  # fmt: skip
+    return dx.view_as(y)
+
+
+class SoftmaxFunction(torch.autograd.Function):
+    """Autograd wiring: the forward pass keeps its output, all the backward pass needs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        # Autograd runs this with grad mode off: softmax launches the forward kernel.
+        y = softmax(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @first_order_only("softmax")
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return _backward(y, dy.contiguous())
 
 
 def torch_softmax(x: torch.Tensor) -> torch.Tensor:
@@ -179,6 +277,19 @@ def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
     return 2 * ROWS * n_cols * dtype.itemsize
 
 
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The forward input, and a random gradient of the output."""
+    (x,) = make_inputs(n_cols, dtype, device, generator)
+    return x, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read the output and its gradient once, write the input's gradient once."""
+    return 3 * ROWS * n_cols * dtype.itemsize
+
+
 BENCHMARK = BenchmarkSpec(
     name="softmax",
     metric="GB/s",
@@ -191,4 +302,12 @@ BENCHMARK = BenchmarkSpec(
     torch_eager=torch_softmax,
     work=bytes_moved,
     details={"rows": ROWS},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="softmax_backward",
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0,),
 )

@@ -20,6 +20,7 @@ import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
 from .checks import check_same_layout, check_tensor
+from .first_order import first_order_only
 from .launch import accumulator
 
 # float64 is there for gradient checks against PyTorch.
@@ -118,6 +119,7 @@ class SwiGLUFunction(torch.autograd.Function):
         return _forward(gate, up)
 
     @staticmethod
+    @first_order_only("swiglu")
     def backward(ctx, dout):
         gate, up = ctx.saved_tensors
         want_dgate, want_dup = ctx.needs_input_grad

@@ -9,7 +9,13 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_same_layout, check_tensor
+from .checks import (
+    check_no_grad,
+    check_no_partial_overlap,
+    check_same_layout,
+    check_tensor,
+    needs_grad,
+)
 from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -35,21 +41,37 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+class AddFunction(torch.autograd.Function):
+    """Autograd wiring: the gradient of ``x + y`` is the output's gradient, for both."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        # Autograd runs this with grad mode off: add launches the kernel.
+        return add(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        want_dx, want_dy = ctx.needs_input_grad
+        return grad if want_dx else None, grad if want_dy else None
+
+
 def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Return ``x + y`` computed by :func:`add_kernel`.
+    """Return ``x + y`` computed by :func:`add_kernel`, differentiable in ``x`` and ``y``.
 
     ``x`` and ``y`` must be contiguous tensors of one shape and one float dtype
     (float16, bfloat16 or float32) on the device Triton runs on. ``out``, if given,
-    receives the result and must match them.
+    receives the result and must match them; it may be ``x`` or ``y`` itself but must
+    not overlap them otherwise, and, as in PyTorch, it records no gradient.
     """
     check_tensor("x", x, SUPPORTED_DTYPES)
     check_tensor("y", y, SUPPORTED_DTYPES)
     check_same_layout(("x", "y"), x, y)
     if out is None:
+        if needs_grad(x, y):
+            return AddFunction.apply(x, y)
         out = torch.empty_like(x)
     else:
-        check_tensor("out", out, SUPPORTED_DTYPES)
-        check_same_layout(("x", "out"), x, out)
+        check_out(out, x, y)
     n_elements = x.numel()
     if n_elements == 0:
         return out
@@ -57,6 +79,17 @@ def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> to
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
     add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
     return out
+
+
+def check_out(out: object, x: torch.Tensor, y: torch.Tensor) -> None:
+    """Check the ``out`` of :func:`add`: like ``x``, no partial overlap with ``x`` or
+    ``y``, and no gradient wanted."""
+    check_tensor("out", out, SUPPORTED_DTYPES)
+    check_same_layout(("x", "out"), x, out)
+    check_no_partial_overlap(("out", "x"), out, x)
+    check_no_partial_overlap(("out", "y"), out, y)
+    for name, tensor in (("x", x), ("y", y), ("out", out)):
+        check_no_grad(name, tensor, "add with out= records no gradient (nor does PyTorch's)")
 
 
 def torch_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
