@@ -114,8 +114,10 @@ def cross_entropy_backward_kernel(
     for start in range(0, n_cols, BLOCK_SIZE):
         offsets = start + cols
         mask = offsets < n_cols
-        x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(ACC)
-        # x - max is exact for nearby values, and its exponent at most 0.
+        # Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
+        # when the row's logits are far below 0.
+        x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=-float("inf")).to(ACC)
+        # x - max is exact for nearby values, and at most 0: exp() cannot overflow.
         probability = tl.exp((x - row_max) - log_sum)
         grad = (probability - tl.where(offsets == target, 1.0, 0.0)) * scale
         tl.store(

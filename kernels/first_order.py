@@ -53,6 +53,8 @@ def first_order_only(operation: str) -> Callable:
                 return backward(ctx, *grad_outputs)
             with torch.no_grad():
                 grads = backward(ctx, *grad_outputs)
+            if not isinstance(grads, tuple):
+                grads = (grads,)
             sources = (*grad_outputs, *ctx.saved_tensors)
             linked = [t for t in sources if isinstance(t, torch.Tensor) and t.requires_grad]
             computed = [g for g in grads if isinstance(g, torch.Tensor)]

@@ -1,6 +1,9 @@
 """Matmul against float64 at awkward shapes, the grouped tile order, the epilogue, and
 rejected inputs. The interpreter runs the kernel with small tiles (16 x 16 x 16), so
-these shapes span several tiles, partial tiles and a partial group."""
+these shapes span several tiles, partial tiles and a partial group. Also: NaN and
+infinity through the activations, GELU without overflow, no gradient without a backward."""
+
+import warnings
 
 import pytest
 import torch
@@ -118,3 +121,43 @@ def test_rejects_an_unknown_activation() -> None:
         ValueError, match="activation is 'tanh'; it must be one of none, relu, gelu"
     ):
         matmul.matmul(a, a.t().contiguous(), "tanh")
+
+
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_refuses_an_input_that_needs_a_gradient(name: str) -> None:
+    operands = {"a": half(8, 16), "b": half(16, 8)}
+    operands[name].requires_grad_()
+    with pytest.raises(RuntimeError, match=rf"^{name} requires grad, but matmul has no backward"):
+        matmul.matmul(**operands)
+    with torch.no_grad():
+        assert matmul.matmul(**operands).shape == (8, 8)
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("tma", [True, False], ids=["tma", "pointers"])
+def test_nan_and_infinity_pass_through_the_activation_as_in_pytorch(
+    activation: str, tma: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not tma:
+        monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    # Row 0 of A holds a NaN, row 1 a +inf (its products have one sign per column of B),
+    # so whole rows of C are NaN or infinite.
+    a, b = half(32, 16), half(16, 48)
+    a[0, 3], a[1, 5], b[5] = float("nan"), float("inf"), b[5].abs() + 0.5
+    out = matmul.matmul(a, b, activation)
+    reference = matmul.torch_matmul(a.double(), b.double(), activation)
+    assert torch.equal(out.isnan(), reference.isnan())
+    assert torch.equal(out.isposinf(), reference.isposinf())
+    finite = reference.isfinite()
+    assert_close_to_float64(out[finite], reference[finite], torch.float16)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_gelu_of_large_values_overflows_nothing(dtype: torch.dtype) -> None:
+    # exp(-2z) of a large negative z overflows: the interpreter would warn.
+    a, b = randn(16, 16, dtype=dtype, seed=5) * 30, randn(16, 16, dtype=dtype, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = matmul.matmul(a, b, "gelu")
+    reference = matmul.torch_matmul(a.double(), b.double(), "gelu")
+    assert_close_to_float64(out, reference, dtype)

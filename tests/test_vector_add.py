@@ -1,4 +1,5 @@
-"""The vector-add kernel against float64 references, and every bad input it must reject."""
+"""The vector-add kernel against float64 references, its gradients, and every bad input it
+must reject (an ``out`` that overlaps an input among them)."""
 
 import pytest
 import torch
@@ -100,3 +101,55 @@ def test_rejects_something_that_is_not_a_tensor() -> None:
     x, _ = random_pair(4, torch.float32)
     with pytest.raises(TypeError, match=r"y must be a torch.Tensor, got list"):
         vector_add.add(x, [1.0, 2.0, 3.0, 4.0])
+
+
+def test_gradient_of_both_inputs_is_the_output_gradient() -> None:
+    x, y = (t.requires_grad_() for t in random_pair(1000, torch.float32))
+    out = vector_add.add(x, y)
+    assert out.grad_fn is not None
+    dout = random_pair(1000, torch.float32, seed=1)[0]
+    out.backward(dout)
+    assert torch.equal(x.grad, dout) and torch.equal(y.grad, dout)
+
+
+def test_gradient_of_one_input() -> None:
+    x, y = random_pair(50, torch.float32)
+    x.requires_grad_()
+    vector_add.add(x, y).sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x)) and y.grad is None
+
+
+def test_out_may_be_an_input_itself() -> None:
+    x, y = random_pair(3000, torch.float32)
+    expected = x + y
+    assert vector_add.add(x, y, out=x) is x
+    torch.testing.assert_close(x, expected)
+
+
+@pytest.mark.parametrize(("start", "name"), [(1, "x"), (-1, "x"), (4097, "y")])
+def test_rejects_an_out_that_partly_overlaps_an_input(start: int, name: str) -> None:
+    buffer = torch.zeros(3 * 4096, device=DEVICE)
+    x, y = buffer[4096:8192], torch.ones(4096, device=DEVICE)
+    if name == "y":
+        x, y = y, buffer[:4096]
+    out = buffer[4096 + start : 8192 + start] if name == "x" else buffer[start - 4096 : start]
+    with pytest.raises(ValueError, match=rf"^out overlaps {name} in memory"):
+        vector_add.add(x, y, out=out)
+
+
+def test_an_out_beside_an_input_in_one_buffer_is_fine() -> None:
+    buffer = torch.ones(2048, device=DEVICE)
+    x, out = buffer[:1024], buffer[1024:]
+    vector_add.add(x, x.clone(), out=out)
+    assert torch.equal(out, torch.full_like(out, 2.0)) and torch.equal(x, torch.ones_like(x))
+
+
+@pytest.mark.parametrize("name", ["x", "y", "out"])
+def test_out_refuses_tensors_that_need_a_gradient(name: str) -> None:
+    tensors = dict(zip(("x", "y"), random_pair(16, torch.float32), strict=True))
+    tensors["out"] = torch.empty(16, device=DEVICE)
+    tensors[name].requires_grad_()
+    with pytest.raises(RuntimeError, match=rf"^{name} requires grad, but add with out= records"):
+        vector_add.add(**tensors)
+    with torch.no_grad():
+        vector_add.add(**tensors)
