@@ -121,6 +121,12 @@ for seed in (42, 42, 7):
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: DropoutFunction
 #
+# Autograd cannot differentiate what a kernel computes, so the backward pass has no
+# derivative of its own. ``first_order_only`` (in ``kernels/first_order.py``) makes a
+# request for a second derivative (``create_graph=True``, then another backward pass)
+# fail with an error that names the operation, instead of an error about some other
+# tensor or a silently missing term.
+#
 # The same seed gives the same mask every time, so a training loop must give each call
 # its own seed: two layers or two steps given one seed drop the same elements. PyTorch's own
 # generator on a GPU is Philox too: it keeps a seed and an offset, and moves the offset

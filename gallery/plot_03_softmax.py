@@ -206,7 +206,66 @@ table
 # and three times (for the maximum, the sum and the output) when it does not. Which of
 # those paths runs at each size, and how much of the ratio that explains, would take a
 # profile of both kernels.
+
+# %%
+# The backward pass
+# -----------------
 #
+# In training, the backward pass brings back ``dy``, the gradient of the loss with
+# respect to the softmax's output, and asks for ``dx``, the gradient with respect to its
+# input. For one row, with ``y = softmax(x)``, the chain rule gives
+#
+# .. code-block:: text
+#
+#    dx = y * (dy - sum(y * dy))
+#
+# The sum is one number per row, a reduction like the forward pass's maximum and sum.
+# The formula needs the output ``y``, not ``x``, so the forward pass keeps ``y`` for
+# it. The backward kernel follows the forward kernel's plan: one program per row, the
+# row in registers, one read of ``y`` and of ``dy``, one write of ``dx``:
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: softmax_backward_kernel
+#
+# It holds two rows at once, so rows longer than ``BACKWARD_MAX_FUSED_COLS`` values
+# take ``softmax_backward_looped_kernel`` instead, which walks the row in tiles twice
+# (once for the sum, once for ``dx``) with the eviction hints of the forward pass's
+# looped kernel.
+#
+# The kernels reach autograd, PyTorch's automatic differentiation, through a
+# ``torch.autograd.Function`` (the
+# :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains it): when ``x`` requires a gradient, ``softmax`` calls it, and
+# ``loss.backward()`` runs the backward kernel. ``first_order_only`` turns a request for
+# a second derivative, which the kernels cannot give, into an error that says so.
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: SoftmaxFunction
+#
+# The check compares the gradient with PyTorch's evaluated in float64, and
+# ``torch.autograd.gradcheck`` compares the backward kernel with finite differences of
+# the forward kernel, in float64.
+
+for n_cols in (1, 781):
+    print(check(softmax.BACKWARD_BENCHMARK, n_cols))
+x = torch.randn(4, 37, dtype=torch.float64, device=kernel_device(), requires_grad=True)
+print("gradcheck:", torch.autograd.gradcheck(softmax.softmax, (x,)))
+
+# %%
+# Measure the backward pass
+# -------------------------
+#
+# The same 4096 rows and row lengths as the forward pass. Only the backward pass is
+# timed: the forward runs once, then ``backward`` runs again and again on the same
+# graph. The rate counts a read of ``y`` and ``dy`` and a write of ``dx``; the goal is
+# the ratio to the faster baseline.
+
+backward = measure_or_load(softmax.BACKWARD_BENCHMARK)
+figure = plot_measurement(backward)
+table = results_table(backward, baseline_goal=1.0)
+table
+
+# %%
 # .. dropdown:: Engineering notes
 #
 #    **The mask and registers.** ptxas, the assembler that turns the PTX Triton emits

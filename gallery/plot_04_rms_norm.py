@@ -132,7 +132,70 @@ table
 # compare the kernel with the faster of PyTorch's ``rms_norm`` and ``torch.compile`` of
 # it, against the goals printed above the table. The lines under the table say where
 # the run recorded here met them.
+
+# %%
+# The backward pass
+# -----------------
 #
+# In training, the backward pass brings back ``dy``, the gradient of the loss with
+# respect to ``y``, and asks for the gradients of ``x`` and of the weight. With
+# ``x_hat = x * inv_rms``, the row divided by its root mean square, and
+# ``g = dy * weight``:
+#
+# * ``dx = inv_rms * (g - x_hat * mean(g * x_hat))``, the mean over the row: a
+#   reduction per row, like the forward pass;
+# * ``dweight = sum over rows of dy * x_hat``: a sum over all the rows, per column.
+#
+# These are LayerNorm's gradients without the terms of its mean and bias, and the
+# kernels follow the plan that the :doc:`LayerNorm page <plot_05_layer_norm>` explains:
+# a fixed number of programs, each walking over many rows, write ``dx`` and keep
+# running sums of ``dweight`` in registers; a small second kernel adds up the programs'
+# partial sums. The backward pass reads ``x`` anyway, so it recomputes ``inv_rms``
+# from it, and the forward pass stores nothing for it:
+#
+# .. literalinclude:: /kernels/rms_norm.py
+#    :pyobject: rms_norm_backward_kernel
+#
+# Rows longer than ``FUSED_BACKWARD_MAX_COLS`` values take two kernels instead, one for
+# ``dx`` and one for the weight's gradient, as LayerNorm's do. When ``x`` or the weight
+# requires a gradient, ``rms_norm`` goes through a ``torch.autograd.Function`` (the
+# :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains it), so ``loss.backward()`` runs these kernels.
+#
+# The check compares both gradients with PyTorch's evaluated in float64, and
+# ``torch.autograd.gradcheck`` compares the backward kernels with finite differences of
+# the forward kernel, in float64.
+
+import torch
+
+from kernels.runtime import kernel_device
+
+for n_cols in (3, 781):
+    print(check(rms_norm.BACKWARD_BENCHMARK, n_cols))
+generator = torch.Generator(device=kernel_device()).manual_seed(0)
+inputs = [
+    torch.randn(shape, dtype=torch.float64, device=kernel_device(), generator=generator)
+    for shape in ((5, 13), (13,))
+]
+for tensor in inputs:
+    tensor.requires_grad_()
+print("gradcheck:", torch.autograd.gradcheck(rms_norm.rms_norm, inputs))
+
+# %%
+# Measure the backward pass
+# -------------------------
+#
+# The same 16384 rows and hidden sizes as the forward pass. Only the backward pass is
+# timed: the forward runs once, then ``backward`` runs again and again on the same
+# graph. The rate counts a read of ``x`` and ``dy`` and a write of ``dx`` (the weight
+# and its gradient are small); the goal is the ratio to the faster baseline.
+
+backward = measure_or_load(rms_norm.BACKWARD_BENCHMARK)
+figure = plot_measurement(backward)
+table = results_table(backward, baseline_goal=1.0)
+table
+
+# %%
 # .. dropdown:: Engineering notes
 #
 #    **Registers and occupancy.** A *register* is the fastest storage on the GPU, private

@@ -116,10 +116,9 @@ pass runs too, and it moves more bytes than the forward pass.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: LayerNormFunction
 #
-# Autograd cannot differentiate what the backward kernels compute, so there is no second
-# derivative. ``first_order_only`` (in ``kernels/first_order.py``) makes a request for
-# one, such as a gradient penalty, fail with an error that says so, instead of an error
-# about some other tensor or a silently missing term.
+# As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
+# second derivative (which a gradient penalty, for one, needs) by name: autograd cannot
+# differentiate what the backward kernels compute.
 
 # %%
 # Run it and check it

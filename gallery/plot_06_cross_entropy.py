@@ -90,6 +90,9 @@ again.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: CrossEntropyFunction
+#
+# As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
+# second derivative by name: the backward kernel's output cannot be differentiated.
 
 # %%
 # Run it and check it
