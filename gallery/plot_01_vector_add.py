@@ -62,6 +62,11 @@ same GPU.
 # .. literalinclude:: /kernels/vector_add.py
 #    :pyobject: add
 #
+# When ``x`` or ``y`` requires a gradient, ``add`` goes through ``AddFunction``, a
+# ``torch.autograd.Function`` whose backward pass hands the output's gradient to both
+# inputs (the :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains the pattern).
+#
 # How many programs run at once? An NVIDIA H200 has 132 *streaming multiprocessors*
 # (SMs), the units that run programs; a program runs on one SM from start to end. The
 # launcher leaves ``num_warps`` at Triton's default of 4, so each program is 4 *warps*
