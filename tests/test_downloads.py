@@ -21,6 +21,9 @@ CONFIG = Config({}, {})
 SCRIPT = '''"""
 Title
 =====
+
+.. literalinclude:: /kernels/vector_add.py
+   :pyobject: bytes_moved
 """
 
 # %%
