@@ -193,16 +193,16 @@ print(f"matmul(a, weight.t().contiguous()): relative error {error:.1e}")
 #
 # Which program computes which tile matters for the L2 cache. Programs start roughly in
 # the order of their numbers, and an SM runs one program of this kernel at a time, or
-# two of the smallest configuration: their pipeline buffers (below) take from 96 to 192
-# KiB of its 228 KiB of shared memory. So the H200's 132 SMs run between 132 and 264
-# programs at a time, out of the 2048 tiles of an 8192 x 8192 product in 128 x 256
-# tiles. Numbered along the rows of ``C``, the programs in flight cover a few rows of
-# tiles: they share the tiles of ``A`` of those rows, but need every column of ``B``,
-# which for a large product is more than the L2 cache holds (60 MB on an H200, as
-# CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows of tiles
-# before moving right, so that the programs in flight share a few tile rows of ``A`` and a few
-# tile columns of ``B`` (such a remapping of program numbers is also called
-# *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
+# two of the configuration with the smallest buffers: their pipeline buffers (below)
+# take from 96 to 192 KiB of its 228 KiB of shared memory. So the H200's 132 SMs run
+# between 132 and 264 programs at a time, out of the 2048 tiles of an 8192 x 8192
+# product in 128 x 256 tiles. Numbered along the rows of ``C``, the programs in flight
+# cover a few rows of tiles: they share the tiles of ``A`` of those rows, but need every
+# column of ``B``, which for a large product is more than the L2 cache holds (60 MB on
+# an H200, as CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows
+# of tiles before moving right, so that the programs in flight share a few tile rows of
+# ``A`` and a few tile columns of ``B`` (such a remapping of program numbers is also
+# called *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: grouped_tile
