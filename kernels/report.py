@@ -131,10 +131,12 @@ def results_table(
         ratio = f"{baseline_goal:.2f}x"
         goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
     if goals:
-        caption.append(
-            f"Goals: a share of the ceiling, a ratio to {against or 'the faster baseline'};"
-            " met in this run?"
-        )
+        kinds = [
+            *(["a share of the ceiling"] if ceiling_goal is not None else []),
+            *([f"a ratio to {against or 'the faster baseline'}"] if baseline_goal is not None else []),
+        ]
+        label = "Goals" if len(kinds) > 1 else "Goal"
+        caption.append(f"{label}: {', '.join(kinds)}; met in this run?")
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
     if with_copy:
         caption.append(
