@@ -131,10 +131,11 @@ def results_table(
         ratio = f"{baseline_goal:.2f}x"
         goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
     if goals:
-        kinds = [
-            *(["a share of the ceiling"] if ceiling_goal is not None else []),
-            *([f"a ratio to {against or 'the faster baseline'}"] if baseline_goal is not None else []),
-        ]
+        kinds = []
+        if ceiling_goal is not None:
+            kinds.append("a share of the ceiling")
+        if baseline_goal is not None:
+            kinds.append(f"a ratio to {against or 'the faster baseline'}")
         label = "Goals" if len(kinds) > 1 else "Goal"
         caption.append(f"{label}: {', '.join(kinds)}; met in this run?")
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
