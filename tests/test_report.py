@@ -60,3 +60,10 @@ def test_a_placeholder_has_no_table() -> None:
     table = results_table(placeholder(vector_add.BENCHMARK, "no record"))
     assert table.rows == [] and "not measured yet" in str(table)
     assert "<table>" not in table._repr_html_()
+
+
+def test_against_one_baseline_its_name_heads_the_ratio() -> None:
+    table = results_table(sample(), min_work=0, against="PyTorch", baseline_goal=1.0)
+    assert table.header[-2:] == ["Triton vs PyTorch", "goal 1.00x"]
+    assert "faster baseline" not in table.header
+    assert table.rows[0][-2:] == [f"{3600 / 3500:.2f}x", "met"]
