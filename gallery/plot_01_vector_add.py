@@ -42,8 +42,8 @@ same GPU.
 #   minus one.
 # * ``offsets`` is a tile of ``BLOCK_SIZE`` element indices, the ones this program owns.
 # * ``mask`` is true for the indices inside the vectors. A masked load reads nothing for
-#   the lanes where the mask is false, and a masked store writes nothing there, so the
-#   last tile may run past the end safely.
+#   the *lanes* (positions of the tile) where the mask is false, and a masked store
+#   writes nothing there, so the last tile may run past the end safely.
 # * The two ``tl.load`` calls bring a tile of ``x`` and one of ``y`` into the program;
 #   ``tl.store`` writes their sum. The sum is computed in float32 and rounded once to
 #   the output's type; the comment in the code says why.
@@ -73,17 +73,17 @@ same GPU.
 # (groups of 32 threads that execute together), 128 threads. An SM holds at most 64
 # warps at a time, so at most 16 of these programs share an SM, and fewer if they need
 # more registers or shared memory than the SM has for 16. A vector of 4,096 elements is
-# 4 programs: 4 SMs have work and 128 have none. A vector of 2**28 elements is 262,144
-# programs, far more than can run at once (at most 16 on each of 132 SMs, 2,112): each
-# SM takes a new program whenever one of its programs finishes.
+# 4 programs: at most 4 SMs have work, and at least 128 have none. A vector of 2**28
+# elements is 262,144 programs, far more than can run at once (at most 16 on each of
+# 132 SMs, 2,112): each SM takes a new program whenever one of its programs finishes.
 
 # %%
 # Run it and check it
 # -------------------
 #
 # The check compares the kernel with PyTorch evaluated in float64, by the relative error
-# ``||out - ref|| / ||ref||`` (which must stay within a few rounding errors of the
-# dtype), at a length that is not a multiple of the block size, for
+# ``||out - ref|| / ||ref||``, which must stay within a tolerance set for each dtype
+# (printed on each line), at a length that is not a multiple of the block size, for
 # each dtype the kernel takes. Without a GPU, Triton runs the same kernel in its
 # interpreter on the CPU.
 
@@ -114,11 +114,11 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 # must move, over its time.
 #
 # In the same run, the harness copies a 1 GiB buffer (2**30 bytes read and as many
-# written) and takes the rate of that copy as the *ceiling*, the dashed line. The
-# ceiling is a yardstick, not an upper bound: it is how fast one simple memory-bound
-# kernel, a copy, runs on this GPU, measured the same way, and another kernel can run
-# faster than it. Without a GPU, the figure is drawn from the file the last GPU build
-# recorded, and its caption says so.
+# written) and takes the best rate of three such copies as the *ceiling*, the dashed
+# line. The ceiling is a yardstick, not an upper bound: it is how fast one simple
+# memory-bound kernel, a copy, runs on this GPU, measured the same way, and another
+# kernel can run faster than it. Without a GPU, the figure is drawn from the file the
+# last GPU build recorded, and its caption says so.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -131,13 +131,16 @@ figure = plot_measurement(measurement)
 # ---------------
 #
 # On the left, a small vector cannot keep the GPU busy: a few programs run on a few SMs,
-# and every call still pays the fixed latency of starting and finishing a kernel, so
-# every provider is far from the ceiling. The lighter lines add the host: for small
-# vectors a call waits longer for Python and the launch than the GPU works, and the gap
-# between the lighter Triton and PyTorch lines is what a launcher written in Python
-# costs against PyTorch's dispatch, written in C++. Towards the right, the grid has
-# enough programs to keep all of the GPU's memory channels busy, and the curves flatten
-# near the ceiling.
+# and every call still pays fixed costs whatever its size (starting the kernel's
+# programs, and at least one round trip to memory), so every provider is far from the
+# ceiling. The lighter lines add the host: for small vectors a call waits longer for the
+# host than the GPU works. Where the lighter Triton line lies below the lighter PyTorch
+# one, the likely reason is the host's work: the launcher's checks and Triton's launch
+# run in Python, where PyTorch dispatches ``x + y`` in C++. The
+# :doc:`measuring lesson </docs/lessons/05_measuring>` reads these call times and says
+# why they are a sign rather than a measure. Towards the right, the grid has enough
+# programs to keep all of the GPU's memory channels busy, and the curves flatten near
+# the ceiling.
 #
 # The table lists the sizes from 2**24 elements up (12 bytes times 2**24, about 201 MB a
 # call), where the bandwidth counts. Each row gives the Triton kernel's share of the
@@ -177,11 +180,12 @@ elif table.sizes:
 #
 #    **Why can the add run above the copy?** The page does not measure it; two known
 #    differences are candidates. A copy reads and writes equal amounts, while the add
-#    reads two bytes for each one it writes. And the L2 flush before each timed call
-#    leaves the cache full of modified data, which the GPU writes back to memory while
-#    the call runs: traffic the rate does not count, which weighs more on a call of a
-#    few hundred megabytes than on the gigabyte copy of the ceiling. The "copy" column,
-#    a copy of the same size timed the same way, is the fairer comparison size by size.
+#    reads two bytes for each one it writes, and memory need not serve both mixes
+#    equally fast. And the copy is another program: for contiguous tensors of one
+#    dtype, PyTorch's ``copy_`` hands it to the CUDA driver's device-to-device
+#    ``cudaMemcpyAsync`` (``aten/src/ATen/native/cuda/Copy.cu``), not to a kernel like
+#    this one. The "copy" column, a copy of the same size timed the same way, is the
+#    fairer comparison size by size.
 #
 #    **Tile size.** On an H200, tiles of 1024 to 8192 elements with 4 to 16 warps ran
 #    within noise of each other at 2**24 elements and more, so the smallest tile with

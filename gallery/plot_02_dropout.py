@@ -140,7 +140,8 @@ for seed in (42, 42, 7):
 # A random operation cannot be checked against another random operation, so the check
 # is exact instead: ``keep_mask`` computes the kernel's mask with ``philox4x32``, the
 # plain PyTorch version above, and the kernel's output must match the result. A single
-# element dropped or kept wrongly would show as a large relative error.
+# element dropped or kept wrongly changes the output by a whole element's value, which,
+# on random inputs, puts the relative error far above the float32 tolerance.
 
 from kernels import dropout
 from kernels.bench import check
@@ -151,8 +152,10 @@ for n_elements in (1, 1000, 4097):
     print(check(dropout.BENCHMARK, n_elements))
 
 # %%
-# The same seed gives the same mask; another seed, another mask. The share of zeros is
-# close to ``p``.
+# The same seed gives the same mask; another seed, another mask. Two independent masks
+# still agree wherever both keep or both drop an element, so they differ on about
+# ``2 p (1 - p)`` of the elements, not on all of them. The share of zeros is close to
+# ``p``.
 
 x = torch.randn(2**18, device=kernel_device())
 first = dropout.dropout(x, p=0.3, seed=42)
@@ -166,12 +169,13 @@ print(f"share of zeros with p = 0.3: {(first == 0).float().mean().item():.4f}")
 # The memory saved
 # ----------------
 #
-# PyTorch's dropout returns, besides its output, the mask it keeps for the backward
-# pass. Its size, next to what this kernel keeps:
+# On a GPU, PyTorch's dropout in training is ``aten.native_dropout``, which returns,
+# besides its output, the mask it keeps for the backward pass. Its size, next to what
+# this kernel keeps:
 
 output, mask = torch.ops.aten.native_dropout(x, 0.3, True)
 print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
-      f"{mask.nbytes:,} bytes for backward; this kernel keeps one 8-byte seed")  # fmt: skip
+      f"{mask.nbytes:,} bytes for backward; this kernel keeps only p and the seed")  # fmt: skip
 
 # %%
 # Measure it

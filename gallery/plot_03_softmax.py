@@ -145,7 +145,7 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 # The launcher checks its input, picks one of the three kernels by row length and
 # launches it. ``num_warps`` sets how many *warps*, groups of 32 threads that execute
 # together, run each program; the one-row kernel gives each thread about
-# ``VALUES_PER_THREAD`` values of the row.
+# ``VALUES_PER_THREAD`` values of a long row, and a short row at least 4 warps.
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax
@@ -154,9 +154,9 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 # Run it and check it
 # -------------------
 #
-# The check runs each kernel path against ``torch.softmax`` evaluated in float64, on
-# row lengths that are not powers of two: one value, a short odd row, a row of 20,000
-# values for the prefetching kernel, and a row long enough for the looped kernel.
+# The check runs each kernel path against ``torch.softmax`` evaluated in float64: rows
+# of one value, then rows whose length is not a power of two (a short odd row, a row of
+# 20,000 values for the prefetching kernel, and a row long enough for the looped kernel).
 
 from kernels import softmax
 from kernels.bench import check, relative_error

@@ -10,8 +10,9 @@ is normalised to zero mean and unit variance, then scaled and shifted:
 ``y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias``. Composed from PyTorch
 operations it is a kernel for the mean, kernels for the variance, and kernels to
 centre, scale, multiply and add, each reading the whole matrix again.
-``torch.nn.functional.layer_norm`` is the baseline we time. In training the backward
-pass runs too, and it moves more bytes than the forward pass.
+``torch.nn.functional.layer_norm`` is not built that way: it runs PyTorch's own fused
+CUDA code. It and ``torch.compile`` of it are the baselines we time. In training the
+backward pass runs too, and it moves more bytes than the forward pass.
 """
 
 # %%
@@ -67,11 +68,11 @@ pass runs too, and it moves more bytes than the forward pass.
 #   reductions over *columns*, across all rows.
 #
 # The first fits the one-program-per-row pattern. The second does not: if every program
-# wrote its row's contribution to ``dweight`` and ``dbias``, the kernel would write twice
-# as much for them as for ``dx``. So the backward kernel is *persistent*, as on the
-# softmax page: a fixed number of programs, each walking over many rows (several at a
-# time when rows are short), keeps running sums of ``dweight`` and ``dbias`` in
-# registers and writes one partial sum of each at the end:
+# wrote its row's contribution to ``dweight`` and ``dbias``, the kernel would write two
+# row-sized arrays for them, twice as many values as for ``dx``. So the backward kernel
+# is *persistent*, as on the softmax page: a fixed number of programs, each walking
+# over many rows (several at a time when rows are short), keeps running sums of
+# ``dweight`` and ``dbias`` in registers and writes one partial sum of each at the end:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
@@ -222,7 +223,8 @@ table
 #    264-byte stack frame. In sweeps on an H200 the spilling kernel ran far below the
 #    copy ceiling there, and the two-kernel plan was faster.
 #
-#    **Where torch.compile is ahead.** We have no measured explanation. Limiting the
+#    **Where torch.compile's forward kernel is ahead** (the forward table's "Triton vs
+#    it" column says where). We have no measured explanation. Limiting the
 #    registers so that two programs share a multiprocessor, loading the next row early,
 #    and reading the row twice as the RMSNorm kernel does did not close the gap in
 #    sweeps on an H200.

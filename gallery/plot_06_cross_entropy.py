@@ -123,18 +123,18 @@ except ValueError as error:
     print(f"ValueError: {error}")
 
 # %%
-# That check of the targets waits for the GPU once per call. PyTorch does not wait on a
-# GPU either (a bad target stops the whole program there), so the benchmark calls the
-# kernel with ``check_targets=False``, which turns a bad target into a NaN loss and
-# never into a read outside the row.
+# That check of the targets waits for the GPU once per call. On a GPU, PyTorch makes no
+# such check on the host: its kernel tests each target itself, and a bad one trips a
+# device-side assertion, after which the process can no longer use the GPU. So the
+# benchmark calls our kernel with ``check_targets=False``, which turns a bad target
+# into a NaN loss and never into a read outside the row.
 #
 # Measure it
 # ----------
 #
 # 4096 rows (token positions); the vocabulary grows from 1024 to 131072 tokens, in
-# bfloat16. The forward
-# rate counts one read of the logits; the backward rate a read of the logits and a
-# write of their gradient.
+# bfloat16. The forward rate counts one read of the logits; the backward rate a read
+# of the logits and a write of their gradient.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
@@ -165,8 +165,9 @@ print_peak_memory(forward)
 # %%
 # Every provider measured here allocates the gradient of the logits, as big as the
 # logits; the fused kernel allocates nothing else of that size, while PyTorch eager
-# also holds the ``log_softmax`` matrix, among others. For the Triton kernel the peak
-# is, by design, that gradient buffer (4096 rows times the vocabulary, two bytes each)
+# also holds the ``log_softmax`` matrix and, during the backward pass, the gradient
+# with respect to it: two more matrices as big as the logits. For the Triton kernel the
+# peak is, by design, that gradient buffer (4096 rows times the vocabulary, two bytes each)
 # and a few numbers per row: the memory an in-place gradient would save as well.
 #
 # On speed, the goals are the arguments of ``results_table``: for the forward pass
@@ -183,15 +184,15 @@ print_peak_memory(forward)
 #    comment beside ``MEAN_BLOCK`` in ``kernels/cross_entropy.py`` records by how much).
 #
 #    **Where the forward kernel falls short of the ceiling goal** (the line under the
-#    forward table says where; at 32K logits a row in every build so far): the first
+#    forward table says where; in our sweeps on an H200, at 32K logits a row): the first
 #    kernel only reads, so its limit is the read rate of a kernel of its shape. In
 #    sweeps on an H200 at 32K, the row-loss kernel alone ran faster than the pair, and
 #    a probe with the same tiles that only sums the logits faster still. What separates
 #    the probe from the kernel is the online logsumexp's arithmetic, whose steps (the
 #    maximum, then ``exp``, then the sum, then the next tile) depend on one another.
-#    Keeping a running maximum and sum per
-#    lane instead, with one reduction at the end, needed a second ``exp`` per logit (or
-#    a ``where`` on every lane) and was slower.
+#    Keeping a running maximum and sum per lane instead, with one reduction at the
+#    end, needed a second ``exp`` per logit (or a ``where`` on every lane) and was
+#    slower.
 #
 #    **The host** is not what holds 32K back: the main lines are the GPU's time alone.
 #    The lighter lines add the Python side of a call (checks, autograd, two launches,

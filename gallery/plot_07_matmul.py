@@ -43,9 +43,10 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # about 85 operations per byte of bfloat16 loaded (``128 x 256 / (128 + 256)``),
 # whatever ``BLOCK_K`` is.
 #
-# That is fewer than an H200 needs to keep its tensor cores busy on data that comes from
-# memory: its datasheet's bfloat16 tensor-core rate (without sparsity) divided by its
-# memory bandwidth is about two hundred operations per byte. The rest of the reuse comes
+# That is fewer than an H200 needs to keep its *tensor cores* (its units for matrix
+# arithmetic, below) busy on data that comes from memory: its datasheet's bfloat16
+# tensor-core rate (without sparsity) divided by its memory bandwidth is about two
+# hundred operations per byte. The rest of the reuse comes
 # from the *L2 cache*, the on-chip cache that all programs share: every program in a row
 # of tiles loads the same tiles of ``A``, every program in a column the same tiles of
 # ``B``, and a load that finds its data in L2 does not go to memory. "The order of the
@@ -69,7 +70,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #
 # * ``tl.dot`` multiplies two tiles on the *tensor cores*, units of the GPU that
 #   multiply small matrices in one instruction. ``tile_dot`` is ``tl.dot`` (on the GPU
-#   it is exactly that); in Triton's CPU interpreter it widens bfloat16 tiles to float32
+#   it is exactly that); in Triton's CPU interpreter it widens the tiles to float32
 #   first, because the interpreter multiplies bfloat16 tiles as raw integers:
 #
 #   .. literalinclude:: /kernels/tile_dot.py
@@ -109,7 +110,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # ----------------------------------------------------
 #
 # Hopper, the GPU generation of the H100 and H200, added the *Tensor Memory
-# Accelerator* (TMA): a copy engine beside each SM. Given a *descriptor* of a matrix
+# Accelerator* (TMA): a copy engine in each SM. Given a *descriptor* of a matrix
 # (its address, shape and strides, and the shape of the tiles to move) and the
 # coordinates of a tile's corner, it copies the tile into shared memory by itself,
 # without the threads computing an address, and it fills the parts of a tile that lie
@@ -192,16 +193,16 @@ print(f"matmul(a, weight.t().contiguous()): relative error {error:.1e}")
 #
 # Which program computes which tile matters for the L2 cache. Programs start roughly in
 # the order of their numbers, and an SM runs one program of this kernel at a time, or
-# two of the smallest configuration: their pipeline buffers (below) take from 96 to 192
-# KiB of its 228 KiB of shared memory. So the H200's 132 SMs run between 132 and 264
-# programs at a time, out of the 2048 tiles of an 8192 x 8192 product in 128 x 256
-# tiles. Numbered along the rows of ``C``, the programs in flight cover a few rows of
-# tiles: they share the tiles of ``A`` of those rows, but need every column of ``B``,
-# which for a large product is more than the L2 cache holds (60 MB on an H200, as
-# CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows of tiles
-# before moving right, so that the programs in flight share a few tile rows of ``A`` and a few
-# tile columns of ``B`` (such a remapping of program numbers is also called
-# *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
+# two of the configuration with the smallest buffers: their pipeline buffers (below)
+# take from 96 to 192 KiB of its 228 KiB of shared memory. So the H200's 132 SMs run
+# between 132 and 264 programs at a time, out of the 2048 tiles of an 8192 x 8192
+# product in 128 x 256 tiles. Numbered along the rows of ``C``, the programs in flight
+# cover a few rows of tiles: they share the tiles of ``A`` of those rows, but need every
+# column of ``B``, which for a large product is more than the L2 cache holds (60 MB on
+# an H200, as CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows
+# of tiles before moving right, so that the programs in flight share a few tile rows of
+# ``A`` and a few tile columns of ``B`` (such a remapping of program numbers is also
+# called *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: grouped_tile

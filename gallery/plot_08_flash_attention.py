@@ -92,11 +92,12 @@ for seq_len in (4096, 16384):
 # Step by step:
 #
 # * the tile of ``K`` is loaded transposed, ``HEAD_DIM x BLOCK_N``, so that
-#   ``tile_dot(q, k, ...)`` is ``Q_block K_block^T``; ``tile_dot`` is ``tl.dot`` (it only
-#   widens bfloat16 tiles in Triton's CPU interpreter, see the matrix-product page);
-# * ``qk_scale`` is ``log2(e) / sqrt(d)``: since ``exp(x) = exp2(x * log2(e))``, scaling
-#   the scores once lets the kernel use ``exp2``, one instruction on the GPU. ``m``,
-#   ``l`` and the log-sum-exp below are then in base 2;
+#   ``tile_dot(q, k, ...)`` is ``Q_block K_block^T``; ``tile_dot`` is ``tl.dot`` (only in
+#   Triton's CPU interpreter does it widen the tiles first, see the matrix-product page);
+# * ``qk_scale`` is ``log2(e) / sqrt(d)``: since ``exp(x) = exp2(x * log2(e))``, one
+#   multiplication of the dot products ``q_i . k_j`` by it lets the kernel use ``exp2``,
+#   one instruction on the GPU. ``m``, ``l`` and the log-sum-exp below are then in
+#   base 2;
 # * where a mask is needed, the scores it drops become ``-inf``, which never wins the
 #   maximum and whose ``exp2`` is zero, as the softmax page pads its rows;
 # * ``p.to(v.dtype)`` rounds the probabilities to bfloat16 for the second product; the
@@ -148,9 +149,10 @@ pairs = (SEQ_LEN // tiles.block_m) * (SEQ_LEN // tiles.block_n)
 print(f"BLOCK_M = {tiles.block_m}, BLOCK_N = {tiles.block_n}: {visited} of {pairs} pairs visited")
 
 # %%
-# Only the ``M`` blocks pay for the comparisons, and the visited pairs approach half of
-# all pairs as the sequence grows. The rate below counts causal attention as half the
-# work of full attention: the visible half of the score matrix.
+# When the sequence is a whole number of blocks, only the ``M`` blocks pay for the
+# comparisons, and the visited pairs approach half of all pairs as the sequence grows.
+# The rate below counts causal attention as half the work of full attention: the
+# visible half of the score matrix.
 #
 # The backward pass
 # -----------------
@@ -170,8 +172,8 @@ print(f"BLOCK_M = {tiles.block_m}, BLOCK_N = {tiles.block_n}: {visited} of {pair
 # ``dS`` is the gradient of the softmax, and ``delta_i`` equals
 # ``sum over d of O_id dO_id``, one number per query that a small kernel computes first
 # (``attention_delta_kernel``). ``P`` is never stored: each tile of it is recomputed from
-# the scores and the log-sum-exp saved by the forward pass,
-# ``P_ij = exp2(s_ij * qk_scale - lse_i)``.
+# the dot products and the log-sum-exp saved by the forward pass,
+# ``P_ij = exp2((q_i . k_j) * qk_scale - lse_i)``.
 #
 # Two kernels share the work so that every output tile has one owner. One owns a block
 # of keys (and their values), walks all query blocks, and accumulates ``dK`` and ``dV``
@@ -197,9 +199,10 @@ print(f"BLOCK_M = {tiles.block_m}, BLOCK_N = {tiles.block_n}: {visited} of {pair
 # Run it and check it
 # -------------------
 #
-# Forward and backward against the formula in float64 (evaluated one head at a time so
-# that it fits in memory at 16K tokens), causal and not, at sequence lengths that are
-# not a multiple of the block.
+# Against the formula in float64 (evaluated one head at a time so that it fits in
+# memory at 16K tokens): the forward pass without a mask, and the gradients of causal
+# attention, which run the causal forward pass first. Of the two sequence lengths, 40
+# is not a multiple of any block, so the masked edges are checked too.
 
 from kernels.bench import check
 from kernels.runtime import describe_device

@@ -1,9 +1,10 @@
 """SwiGLU, forward and backward, wired into PyTorch two ways.
 
 ``out = silu(gate) * up``, where ``silu(g) = g * sigmoid(g)``: the gated activation in
-the feed-forward block of LLaMA-style models. PyTorch runs it as several elementwise
-kernels, each reading and writing whole tensors; one Triton kernel reads ``gate`` and
-``up`` once and writes ``out`` once. With ``s = sigmoid(gate)`` the gradients are::
+the feed-forward block of LLaMA-style models. Eager PyTorch runs it as two elementwise
+kernels, ``silu`` and then the product, with an intermediate tensor between them; one
+Triton kernel reads ``gate`` and ``up`` once and writes ``out`` once. With
+``s = sigmoid(gate)`` the gradients are::
 
     d_up   = dout * gate * s
     d_gate = dout * up * s * (1 + gate * (1 - s))

@@ -33,7 +33,8 @@ class DocsBuild:
 
 
 # Files of a checkout that are not sources: builds, environments, caches.
-NOT_SOURCES = ("_build", ".nox", ".git", ".venv", ".whl", "scratch", "docs/examples", "__pycache__")
+NOT_SOURCES = ("_build", "build", ".nox", ".git", ".venv", ".whl", "scratch", "docs/examples",
+               "__pycache__")  # fmt: skip
 
 
 def copy_of_the_course(destination: Path) -> Path:

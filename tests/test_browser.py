@@ -226,7 +226,7 @@ def test_search_results_never_quote_a_quiz_verdict(
     # made it drop what is marked no-search, as the quiz's verdicts are.
     lesson = (docs_build.html / "docs" / "lessons" / "01_intro.html").read_text(encoding="utf-8")
     assert "quiz-verdict no-search" in lesson
-    visit = Visit(browser, (docs_build.html / "docs" / "search.html").as_uri(), 1280, js=True)
+    visit = Visit(browser, (docs_build.html / "search.html").as_uri(), 1280, js=True)
     quoted = visit.page.evaluate("html => Search.htmlToText(html)", lesson)
     if "Correct." in quoted or "Not quite." in quoted or "Ninja" not in quoted:
         visit.fail(failures, "search-1280", "search results would quote a quiz verdict")

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, DocsBuild
+from conftest import ROOT, DocsBuild, copy_of_the_course
 from sphinx.config import Config
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -21,6 +21,9 @@ CONFIG = Config({}, {})
 SCRIPT = '''"""
 Title
 =====
+
+.. literalinclude:: /kernels/vector_add.py
+   :pyobject: bytes_moved
 """
 
 # %%
@@ -101,10 +104,11 @@ def test_every_downloaded_script_runs_outside_the_clone(
             assert "literalinclude" not in text and "quiz::" not in text, path
     # The course installed from the clone, and nothing of the clone on the path: the
     # script runs in a folder of its own, as a reader's download would.
-    site = tmp_path / "site"
+    # (from a copy: building writes build/ and *.egg-info beside the sources)
+    site, source = tmp_path / "site", copy_of_the_course(tmp_path / "source")
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(ROOT)],
+         "--target", str(site), str(source)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-3000:]

@@ -25,6 +25,11 @@ def test_each_goal_gets_a_column_and_a_verdict_in_words() -> None:
         "268,435,456; missed at 67,108,864."
     ]
     assert table.caption[0] == "Every measured size (GB/s):"
+    assert table.caption[1] == "Goal: a share of the ceiling; met in this run?"
+    both = results_table(sample(), min_work=0, ceiling_goal=0.85, baseline_goal=1.0)
+    assert both.caption[1] == (
+        "Goals: a share of the ceiling, a ratio to the faster baseline; met in this run?"
+    )
 
 
 def test_a_small_threshold_is_not_printed_as_zero() -> None:
@@ -55,3 +60,10 @@ def test_a_placeholder_has_no_table() -> None:
     table = results_table(placeholder(vector_add.BENCHMARK, "no record"))
     assert table.rows == [] and "not measured yet" in str(table)
     assert "<table>" not in table._repr_html_()
+
+
+def test_against_one_baseline_its_name_heads_the_ratio() -> None:
+    table = results_table(sample(), min_work=0, against="PyTorch", baseline_goal=1.0)
+    assert table.header[-2:] == ["Triton vs PyTorch", "goal 1.00x"]
+    assert "faster baseline" not in table.header
+    assert table.rows[0][-2:] == [f"{3600 / 3500:.2f}x", "met"]

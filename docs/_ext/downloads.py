@@ -34,6 +34,7 @@ _DIRECTIVE = re.compile(
     re.MULTILINE,
 )
 _COURSE_IMPORT = re.compile(r"^([ ]*)from ((?:kernels|quiz)(?:\.\w+)*[ ]+import)", re.MULTILINE)
+_DOCSTRING = re.compile(r'\A"""(.*?)"""', re.DOTALL)
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
 
@@ -107,6 +108,12 @@ def whole_script(source: str, config: Config) -> str:
     """A gallery script as a reader downloads it: directives in its prose expanded, what
     the page displays printed, figures saved at the end."""
     out, block = [], []
+    docstring = _DOCSTRING.match(source)
+    if docstring:
+        # The docstring is prose too; included code must not end it early.
+        body = expand_directives(docstring.group(1), config, fenced=False)
+        out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
+        source = source[docstring.end() :].removeprefix("\n")
 
     def flush() -> None:
         # A run of comment lines is prose: expand it without the "# " and put it back.
