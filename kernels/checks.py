@@ -17,11 +17,14 @@ def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
     return ", ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
 
 
-def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+def check_tensor(
+    name: str, value: object, dtypes: Iterable[torch.dtype], *, contiguous: bool = True
+) -> torch.Tensor:
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
     Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
-    for a tensor on the wrong device or a non-contiguous one.
+    for a tensor on the wrong device or, unless ``contiguous`` is False (for a kernel that
+    takes strides), a non-contiguous one.
     """
     dtypes = tuple(dtypes)
     if not isinstance(value, torch.Tensor):
@@ -39,7 +42,7 @@ def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> tor
         raise ValueError(
             f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
         )
-    if not value.is_contiguous():
+    if contiguous and not value.is_contiguous():
         raise ValueError(
             f"{name} is not contiguous (strides {tuple(value.stride())}); "
             "this kernel reads memory in order: pass .contiguous()"
