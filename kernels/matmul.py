@@ -394,7 +394,7 @@ class MatmulFunction(torch.autograd.Function):
     """Autograd wiring: for ``C = activation(Z)``, ``Z = A @ B``, the backward pass
     applies the activation's derivative to ``dC``, giving ``dZ``, then computes
     ``dA = dZ @ B^T`` and ``dB = A^T @ dZ`` with :func:`matmul`; the transposes are views,
-    which the kernels read in place."""
+    which the kernels read in place, and each gradient is laid out as its operand."""
 
     @staticmethod
     def forward(ctx, a, b, activation):
@@ -424,9 +424,18 @@ class MatmulFunction(torch.autograd.Function):
             dz = torch.ops.aten.gelu_backward(dc, kept, approximate="tanh")
         else:
             dz = dc
-        da = matmul(dz, b.t()) if ctx.needs_input_grad[0] else None
-        db = matmul(a.t(), dz) if ctx.needs_input_grad[1] else None
+        da = _product_laid_out_as(a, dz, b.t()) if ctx.needs_input_grad[0] else None
+        db = _product_laid_out_as(b, a.t(), dz) if ctx.needs_input_grad[1] else None
         return da, db, None
+
+
+def _product_laid_out_as(like: torch.Tensor, left: torch.Tensor, right: torch.Tensor):
+    """``left @ right``, stored transposed when ``like`` is, as PyTorch's own matrix
+    product lays out its gradients: the gradient of ``w.t()`` then comes out as a
+    transposed view of a contiguous matrix, and ``w.grad`` needs no copy."""
+    if transposed(like):
+        return matmul(right.t(), left.t()).t()
+    return matmul(left, right)
 
 
 def torch_matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:

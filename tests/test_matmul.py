@@ -388,3 +388,14 @@ def test_a_second_derivative_is_refused_with_an_activation_too(activation: str) 
     )
     with pytest.raises(RuntimeError, match=r"^matmul has no second derivative"):
         grad_a.sum().backward()
+
+
+def test_gradients_are_laid_out_as_their_operands() -> None:
+    # As PyTorch's product does: the weight of x @ weight.t() gets a contiguous gradient,
+    # which autograd then stores without a copy.
+    x, weight = half(64, 40).t().requires_grad_(), half(48, 64).requires_grad_()
+    matmul.matmul(x, weight.t()).backward(torch.ones(40, 48, dtype=torch.float16, device=DEVICE))
+    x_ref, weight_ref = (t.detach().clone().requires_grad_() for t in (x, weight))
+    (x_ref @ weight_ref.t()).backward(torch.ones(40, 48, dtype=torch.float16, device=DEVICE))
+    assert weight.grad.stride() == weight_ref.grad.stride() == weight.stride()
+    assert x.grad.stride() == x_ref.grad.stride()
