@@ -467,8 +467,13 @@ def launch_overhead_code() -> Code:
     return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
 
 
-def _host_times(costs: list[launch_cost.LauncherCost], way: str) -> tuple[float, ...]:
-    return tuple(getattr(cost, way).per_call_us for cost in costs)
+def _by_series(costs: list[launch_cost.LauncherCost], what: str) -> dict[str, tuple[float, ...]]:
+    # One of HostTime's fields, as the record's series (measurements.LAUNCH_SERIES).
+    ways = {"Triton": "triton", "bare launch": "bare", "PyTorch": "torch"}
+    return {
+        series: tuple(getattr(getattr(cost, way), what) for cost in costs)
+        for series, way in ways.items()
+    }
 
 
 def measure_launch_overhead() -> LaunchOverhead:
@@ -488,12 +493,8 @@ def measure_launch_overhead() -> LaunchOverhead:
         metric=measurements.LAUNCH_METRIC,
         x_name="launcher",
         x=tuple(cost.launcher for cost in costs),
-        # The order of measurements.LAUNCH_SERIES.
-        series={
-            "Triton": _host_times(costs, "triton"),
-            "bare launch": _host_times(costs, "bare"),
-            "PyTorch": _host_times(costs, "torch"),
-        },
+        series=_by_series(costs, "per_call_us"),
+        final_wait_us=_by_series(costs, "final_wait_us"),
         inputs={cost.launcher: cost.inputs for cost in costs},
         code=launch_overhead_code(),
         environment=provenance.capture(),
@@ -507,15 +508,6 @@ def measure_launch_overhead() -> LaunchOverhead:
                 "calls": launch_cost.CALLS,
                 "repeats": launch_cost.REPEATS,
                 "warmup_calls": launch_cost.WARMUP_CALLS,
-            },
-            # About one call's GPU work where the GPU kept up with the host.
-            "final_wait_us": {
-                cost.launcher: {
-                    "Triton": cost.triton.final_wait_us,
-                    "bare launch": cost.bare.final_wait_us,
-                    "PyTorch": cost.torch.final_wait_us,
-                }
-                for cost in costs
             },
         },
         fresh=True,
@@ -538,6 +530,7 @@ def launch_overhead_placeholder(reason: str) -> LaunchOverhead:
         x_name="launcher",
         x=tuple(launch_cost.LAUNCHERS),
         series={},
+        final_wait_us={},
         inputs={},
         code=launch_overhead_code(),
         environment={},

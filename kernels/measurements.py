@@ -24,7 +24,9 @@ the host time of one call of each launcher in microseconds (metric ``us``, allow
 that record only). Its ``x`` are launcher names, not sizes; its ``series`` are exactly
 ``Triton`` (the launcher as a user calls it), ``bare launch`` (the same kernels launched
 with precomputed arguments) and ``PyTorch`` (the equivalent op); ``inputs`` says what
-each launcher was called on. It has no ``work`` (a time is not a rate), no
+each launcher was called on; ``final_wait_us``, in the shape of ``series``, how long the
+synchronisation at the end of each timed loop waited for the GPU (about one call's GPU
+work when the GPU kept up with the host). It has no ``work`` (a time is not a rate), no
 ``call_series`` (host time is the only time it holds) and no ``ceiling``: a host time
 has no machine limit to be read against, so the key is absent, and a file that has one
 is refused rather than read with a meaning it does not have. ``code`` and
@@ -56,6 +58,8 @@ LAUNCH_SERIES = ("Triton", "bare launch", "PyTorch")
 # The series of launch_overhead that must hold a time for every launcher: the table
 # and the page subtract one from the other.
 _LAUNCH_TIMED = ("Triton", "bare launch")
+_LAUNCH_KEYS = ("benchmark", "metric", "x_name", "x", "series", "final_wait_us", "inputs",
+                "code", "environment")  # fmt: skip
 # Keys of a rate record that a launch_overhead record must not have (see the docstring).
 _RATE_ONLY_KEYS = ("work", "call_series", "ceiling", "dtype", "same_size_copy", "peak_memory_mb")
 ENVIRONMENT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "date", "command")
@@ -176,9 +180,10 @@ class LaunchOverhead:
     """``launch_overhead.json``: microseconds of host time per call, for each launcher.
 
     ``series`` holds, per name of :data:`LAUNCH_SERIES`, one time per launcher in ``x``
-    (``null`` only for ``PyTorch``, with the reason under ``unavailable``); ``inputs``
-    says what each launcher was called on. ``fresh`` and ``placeholder`` are as for
-    :class:`Measurement`.
+    (``null`` only for ``PyTorch``, with the reason under ``unavailable``);
+    ``final_wait_us`` the wait for the GPU at the end of a timed loop, in the same shape;
+    ``inputs`` says what each launcher was called on. ``fresh`` and ``placeholder`` are
+    as for :class:`Measurement`.
     """
 
     benchmark: str
@@ -186,6 +191,7 @@ class LaunchOverhead:
     x_name: str
     x: tuple[str, ...]
     series: Mapping[str, tuple[float | None, ...]]
+    final_wait_us: Mapping[str, tuple[float | None, ...]]
     inputs: Mapping[str, str]
     code: Code
     environment: Mapping[str, str]
@@ -216,6 +222,7 @@ class LaunchOverhead:
             "x_name": self.x_name,
             "x": list(self.x),
             "series": {name: list(v) for name, v in self.series.items()},
+            "final_wait_us": {name: list(v) for name, v in self.final_wait_us.items()},
             "inputs": dict(self.inputs),
             "code": {**asdict(self.code), "files": dict(self.code.files)},
             "environment": dict(self.environment),
@@ -313,7 +320,7 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
     fail = _failing(source)
     if not isinstance(doc, dict):
         raise fail("the top level must be a JSON object")
-    for key in ("benchmark", "metric", "x_name", "x", "series", "inputs", "code", "environment"):
+    for key in _LAUNCH_KEYS:
         if key not in doc:
             raise fail(f"missing key {key!r}")
     if doc["benchmark"] != LAUNCH_OVERHEAD:
@@ -341,26 +348,34 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
     if len(set(x)) != len(x):
         raise fail("'x' names a launcher twice")
     unavailable = _unavailable(doc, fail)
-    series = doc["series"]
-    if not isinstance(series, dict) or tuple(series) != LAUNCH_SERIES:
-        names = list(series) if isinstance(series, dict) else series
-        raise fail(
-            f"'series' must hold {', '.join(map(repr, LAUNCH_SERIES))}, in that order; "
-            f"it holds {names!r}"
-        )
-    times: dict[str, tuple[float | None, ...]] = {}
-    for name, values in series.items():
-        label = f"series[{name!r}]"
-        if not isinstance(values, list) or len(values) != len(x):
-            raise fail(f"{label} must have one time per launcher in x ({len(x)})")
-        for value in values:
-            if value is None and name in _LAUNCH_TIMED:
-                raise fail(f"{label} holds null; every launcher has a time there")
-            if value is None and name not in unavailable:
-                raise fail(f"{label} holds null but 'unavailable' gives no reason")
-            if value is not None and not _positive_number(value):
-                raise fail(f"{label} holds {value!r}, which is not a positive number")
-        times[name] = tuple(values)
+
+    def times_of(key: str) -> dict[str, tuple[float | None, ...]]:
+        series = doc[key]
+        if not isinstance(series, dict) or tuple(series) != LAUNCH_SERIES:
+            names = list(series) if isinstance(series, dict) else series
+            raise fail(
+                f"{key!r} must hold {', '.join(map(repr, LAUNCH_SERIES))}, in that order; "
+                f"it holds {names!r}"
+            )
+        times = {}
+        for name, values in series.items():
+            label = f"{key}[{name!r}]"
+            if not isinstance(values, list) or len(values) != len(x):
+                raise fail(f"{label} must have one time per launcher in x ({len(x)})")
+            for value in values:
+                if value is None and name in _LAUNCH_TIMED:
+                    raise fail(f"{label} holds null; every launcher has a time there")
+                if value is None and name not in unavailable:
+                    raise fail(f"{label} holds null but 'unavailable' gives no reason")
+                if value is not None and not _positive_number(value):
+                    raise fail(f"{label} holds {value!r}, which is not a positive number")
+            times[name] = tuple(values)
+        return times
+
+    series, final_wait = times_of("series"), times_of("final_wait_us")
+    for name in LAUNCH_SERIES:
+        if [v is None for v in series[name]] != [v is None for v in final_wait[name]]:
+            raise fail(f"final_wait_us[{name!r}] must be null where series[{name!r}] is")
     inputs = doc["inputs"]
     if (
         not isinstance(inputs, dict)
@@ -368,14 +383,14 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
         or not all(isinstance(v, str) and v for v in inputs.values())
     ):
         raise fail("'inputs' must describe, in the order of x, what each launcher was called on")
-    known = {"benchmark", "metric", "x_name", "x", "series", "inputs", "code", "environment",
-             "unavailable"}  # fmt: skip
+    known = {*_LAUNCH_KEYS, "unavailable"}
     return LaunchOverhead(
         benchmark=doc["benchmark"],
         metric=doc["metric"],
         x_name=doc["x_name"],
         x=tuple(x),
-        series=times,
+        series=series,
+        final_wait_us=final_wait,
         inputs=dict(inputs),
         code=_code(doc, fail),
         environment=_environment(doc, fail),

@@ -234,6 +234,18 @@ def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
     return costs
 
 
+def longest_final_wait(record: LaunchOverhead) -> float:
+    """The longest wait for the GPU at the end of a timed loop in ``record``, in calls:
+    each wait over the host time per call of its loop. About one where the GPU kept up
+    with the host; where it fell behind, the calls it had not run yet are in the wait."""
+    return max(
+        wait / time
+        for name in record.providers
+        for wait, time in zip(record.final_wait_us[name], record.series[name], strict=True)
+        if wait is not None and time is not None
+    )
+
+
 def launch_table(record: LaunchOverhead) -> ResultTable:
     """The launch_overhead record as a :class:`ResultTable`: per launcher, the host time of
     a call, of a bare launch, their difference and PyTorch's, in microseconds."""

@@ -30,7 +30,7 @@ from kernels import (
     vector_add,
 )
 from kernels.plotting import TEXT_PT, caption_of, plot_launch_overhead
-from kernels.report import launch_costs, launch_table
+from kernels.report import launch_costs, launch_table, longest_final_wait
 from kernels.runtime import interpreted, kernel_device
 
 matplotlib.use("Agg")
@@ -55,7 +55,9 @@ def test_a_good_record_is_read_and_round_trips() -> None:
 
 def test_pytorch_may_be_null_with_a_reason() -> None:
     series = {**launch_doc()["series"], "PyTorch": [5.0, None, 8.0]}
-    record = launch_sample(series=series, unavailable={"PyTorch": "at softmax: gone"})
+    waits = {**launch_doc()["final_wait_us"], "PyTorch": [2.0, None, 4.0]}
+    record = launch_sample(series=series, final_wait_us=waits,
+                           unavailable={"PyTorch": "at softmax: gone"})  # fmt: skip
     assert record.time_us("PyTorch", "softmax") is None
     assert launch_costs(record)[1].torch is None
     assert "PyTorch n/a: at softmax: gone" in str(launch_table(record))
@@ -71,6 +73,7 @@ def broken(key: str, value: object) -> dict:
 
 
 SERIES = launch_doc()["series"]
+WAITS = launch_doc()["final_wait_us"]
 
 
 @pytest.mark.parametrize(
@@ -100,6 +103,13 @@ SERIES = launch_doc()["series"]
          "series['Triton'] holds null; every launcher has a time there"),
         (broken("series", {**SERIES, "PyTorch": [1.0, None, 2.0]}),
          "series['PyTorch'] holds null but 'unavailable' gives no reason"),
+        (broken("final_wait_us", KeyError), "missing key 'final_wait_us'"),
+        (broken("final_wait_us", {**WAITS, "PyTorch": [1.0]}),
+         "final_wait_us['PyTorch'] must have one time per launcher in x (3)"),
+        (broken("final_wait_us", {"Triton": [1.0] * 3}), "'final_wait_us' must hold 'Triton'"),
+        (dict(broken("series", {**SERIES, "PyTorch": [1.0, None, 2.0]}),
+              unavailable={"PyTorch": "at softmax: gone"}),
+         "final_wait_us['PyTorch'] must be null where series['PyTorch'] is"),
         (broken("inputs", {"add": "x"}), "'inputs' must describe, in the order of x"),
         (broken("inputs", KeyError), "missing key 'inputs'"),
         (broken("code", KeyError), "missing key 'code'"),
@@ -162,6 +172,8 @@ def test_the_table_gives_each_launcher_minus_its_bare_launch() -> None:
         ["matmul", "40.0", "30.0", "+10.0", "8.0"],
     ]
     assert "<td>+8.0</td>" in table._repr_html_()
+    # The longest wait: matmul's PyTorch loop waited 4 us, half a call of 8 us.
+    assert longest_final_wait(launch_sample()) == 0.5
     costs = launch_costs(launch_sample())
     assert [(c.launcher, c.python) for c in costs] == [
         ("add", 8.0),
@@ -354,8 +366,8 @@ def test_measure_launch_overhead_records_the_three_series(
     assert record.series["bare launch"] == (10.0,) * len(fake)
     assert record.series["PyTorch"] == (5.0,) * len(fake)
     assert record.inputs["add"] == "inputs of add"
-    assert record.details["final_wait_us"]["add"] == {"Triton": 2.0, "bare launch": 1.0,
-                                                       "PyTorch": 0.5}  # fmt: skip
+    assert [record.final_wait_us[name][0] for name in record.providers] == [2.0, 1.0, 0.5]
+    assert "final_wait_us" not in record.details
     assert record.code == bench.launch_overhead_code()
     measurements.save(record)
     assert measurements.load_launch_overhead() == record
