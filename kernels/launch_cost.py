@@ -442,6 +442,4 @@ def measure(
             synchronize=synchronize,
         )
         costs.append(LauncherCost(name, case.inputs, **times))
-        # The next launcher's inputs are small; its timing should not see these freed late.
-        del case
     return costs

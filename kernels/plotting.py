@@ -141,6 +141,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     return fig
 
 
+# The axis of the launch_overhead figure: host time of one call.
+LAUNCH_LABEL = "µs per call"
 # Height of one launcher's group of bars, in inches, and of the axes' labels and legend.
 _GROUP_INCHES = 0.6
 _MARGIN_INCHES = 1.8
@@ -151,7 +153,11 @@ def plot_launch_overhead(record: LaunchOverhead) -> Figure:
     bottom in the record's order), one bar per series, and attach its caption. A draft
     build's placeholder is drawn as an empty, labelled figure."""
     if record.placeholder:
-        return _placeholder(record)
+        fig = _placeholder(record)
+        fig.axes[0].set_xlabel(LAUNCH_LABEL)
+        fig.axes[0].set_ylabel(record.x_name)
+        style(fig)
+        return fig
     height = _MARGIN_INCHES + _GROUP_INCHES * len(record.x)
     fig, ax = plt.subplots(figsize=(FIGURE_SIZE[0], height), layout="constrained")
     providers = record.providers
@@ -163,7 +169,7 @@ def plot_launch_overhead(record: LaunchOverhead) -> Figure:
                 color=_provider_colour(provider, index))  # fmt: skip
     ax.set_yticks(range(len(record.x)), record.x)
     ax.invert_yaxis()
-    ax.set_xlabel("µs per call")
+    ax.set_xlabel(LAUNCH_LABEL)
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",

@@ -204,6 +204,8 @@ def test_a_missing_record_fails_and_a_draft_draws_a_placeholder(
     assert placeholder.placeholder and placeholder.x == tuple(launch_cost.LAUNCHERS)
     figure = plot_launch_overhead(placeholder)
     assert "not measured yet" in [text.get_text() for text in figure.axes[0].texts]
+    assert (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) == ("µs per call", "launcher")
+    assert figure.axes[0].xaxis.label.get_fontsize() >= TEXT_PT
     assert caption_of(figure).startswith("Not measured yet: `launch_overhead`")
     table = launch_table(placeholder)
     assert table.rows == [] and "not measured yet" in str(table)
