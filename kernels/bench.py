@@ -8,6 +8,12 @@ size, times Triton and its baselines two ways (kernel time and call time, see
 checked in Triton's interpreter on small inputs and the recorded file is returned,
 provided it was recorded from the code as it is now (its fingerprint matches).
 
+The launch_overhead record is the one that is not a rate: the host time of one call
+of each launcher, of a bare launch of its kernel and of PyTorch's equivalent, timed by
+:mod:`kernels.launch_cost`. :func:`launch_overhead_or_load` and the functions beside it
+give it the same life as the others: measured on a GPU, drawn from its file elsewhere,
+refused when missing or stale, a placeholder in a draft build.
+
 ``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) re-measures on a GPU;
 ``python -m kernels.bench --stale`` lists the records that no longer match the code.
 """
@@ -19,16 +25,18 @@ import math
 import os
 import pkgutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from . import fingerprint, measurements, provenance, timing
+from . import fingerprint, launch_cost, measurements, provenance, timing
 from .measurements import (
+    LAUNCH_OVERHEAD,
     Ceiling,
     Code,
+    LaunchOverhead,
     Measurement,
     MeasurementError,
     StaleMeasurementError,
@@ -371,13 +379,28 @@ def _shown(rate: float | None) -> str:
     return "     n/a" if rate is None else f"{rate:9.1f}"
 
 
+def _changed_files(recorded: Code, current: Code) -> list[str]:
+    # Empty when the fingerprints match.
+    if current.fingerprint == recorded.fingerprint:
+        return []
+    return fingerprint.changed_files(recorded.files, current.files) or ["(unknown)"]
+
+
 def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
     """The files that changed since ``measurement`` was recorded from ``spec``'s code
     (empty when its fingerprint matches the code as it is now)."""
-    current = code_of(spec)
-    if current.fingerprint == measurement.code.fingerprint:
-        return []
-    return fingerprint.changed_files(measurement.code.files, current.files) or ["(unknown)"]
+    return _changed_files(measurement.code, code_of(spec))
+
+
+def _refuse_if_stale(name: str, recorded: Code, current: Code) -> None:
+    changed = _changed_files(recorded, current)
+    if changed:
+        raise StaleMeasurementError(
+            f"{measurements.path_for(name)} is stale: it was recorded from other code "
+            f"than runs now ({', '.join(changed)} changed since commit "
+            f"{recorded.commit}). Re-measure it on a GPU (`nox -s bench -- "
+            f"{name}`), or build a draft (`nox -s docs -- --draft`)."
+        )
 
 
 def load_current(spec: BenchmarkSpec) -> Measurement:
@@ -388,14 +411,8 @@ def load_current(spec: BenchmarkSpec) -> Measurement:
     record is missing or malformed.
     """
     measurement = measurements.load(spec.name, metric=spec.metric)
-    changed = stale_files(measurement, spec)
-    if changed:
-        raise StaleMeasurementError(
-            f"{measurements.path_for(spec.name)} is stale: it was recorded from other code "
-            f"than runs now ({', '.join(changed)} changed since commit "
-            f"{measurement.code.commit}). Re-measure it on a GPU (`nox -s bench -- "
-            f"{spec.name}`), or build a draft (`nox -s docs -- --draft`)."
-        )
+    assert isinstance(measurement, Measurement)  # a rate metric reads as a rate record
+    _refuse_if_stale(spec.name, measurement.code, code_of(spec))
     return measurement
 
 
@@ -443,6 +460,118 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     return recorded(spec)
 
 
+def launch_overhead_code() -> Code:
+    """The fingerprint of the code the launch_overhead record runs now: :mod:`kernels.launch_cost`
+    (its own timing code) and every :mod:`kernels` module it imports, the launchers'."""
+    files = fingerprint.code_digests(launch_cost.__name__, timing_module=None)
+    return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
+
+
+def _by_series(costs: list[launch_cost.LauncherCost], what: str) -> dict[str, tuple[float, ...]]:
+    # One of HostTime's fields, as the record's series (measurements.LAUNCH_SERIES).
+    ways = {"Triton": "triton", "bare launch": "bare", "PyTorch": "torch"}
+    return {
+        series: tuple(getattr(getattr(cost, way), what) for cost in costs)
+        for series, way in ways.items()
+    }
+
+
+def measure_launch_overhead() -> LaunchOverhead:
+    """Time every launcher three ways on this GPU (:func:`kernels.launch_cost.measure`)
+    and return the launch_overhead record; without a GPU, raise ``RuntimeError``."""
+    if interpreted():
+        raise RuntimeError(launch_cost.NO_GPU)
+    costs = launch_cost.measure()
+    for cost in costs:
+        print(
+            f"{cost.launcher:>14}: Triton {cost.triton.per_call_us:6.1f}, bare launch "
+            f"{cost.bare.per_call_us:6.1f}, PyTorch {cost.torch.per_call_us:6.1f} us per call",
+            flush=True,
+        )
+    return LaunchOverhead(
+        benchmark=LAUNCH_OVERHEAD,
+        metric=measurements.LAUNCH_METRIC,
+        x_name="launcher",
+        x=tuple(cost.launcher for cost in costs),
+        series=_by_series(costs, "per_call_us"),
+        final_wait_us=_by_series(costs, "final_wait_us"),
+        inputs={cost.launcher: cost.inputs for cost in costs},
+        code=launch_overhead_code(),
+        environment=provenance.capture(),
+        details={
+            "timing": {
+                "host_time": (
+                    "calls back to back after a warm-up, one torch.cuda.synchronize() at the "
+                    "end, time.perf_counter_ns around both, over the number of calls; median "
+                    "over the repeats, the three ways of calling taking turns"
+                ),
+                "calls": launch_cost.CALLS,
+                "repeats": launch_cost.REPEATS,
+                "warmup_calls": launch_cost.WARMUP_CALLS,
+            },
+        },
+        fresh=True,
+    )
+
+
+def load_current_launch_overhead() -> LaunchOverhead:
+    """The recorded launch_overhead record, which must come from the code as it is now;
+    raises as :func:`load_current` does."""
+    record = measurements.load_launch_overhead()
+    _refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code())
+    return record
+
+
+def launch_overhead_placeholder(reason: str) -> LaunchOverhead:
+    """A draft build's stand-in for the launch_overhead record: the launchers, no times."""
+    return LaunchOverhead(
+        benchmark=LAUNCH_OVERHEAD,
+        metric=measurements.LAUNCH_METRIC,
+        x_name="launcher",
+        x=tuple(launch_cost.LAUNCHERS),
+        series={},
+        final_wait_us={},
+        inputs={},
+        code=launch_overhead_code(),
+        environment={},
+        details={"reason": reason},
+        placeholder=True,
+    )
+
+
+def recorded_launch_overhead() -> LaunchOverhead:
+    """The launch_overhead record a page may draw, as :func:`recorded` gives the others: a
+    placeholder in a draft build when it is missing, malformed or stale."""
+    try:
+        return load_current_launch_overhead()
+    except MeasurementError as error:
+        if not draft():
+            raise
+        print(f"Draft build: {error}")
+        return launch_overhead_placeholder(str(error))
+
+
+def launch_overhead_or_load() -> LaunchOverhead:
+    """On a GPU, measure the launch_overhead record and write its file; otherwise return
+    :func:`recorded_launch_overhead`."""
+    if measuring():
+        record = measure_launch_overhead()
+        path = measurements.save(record)
+        print(f"Recorded {path.name} on {record.environment['gpu']}.")
+        return record
+    return recorded_launch_overhead()
+
+
+def records_of(modules: Collection[str]) -> set[str]:
+    """The records that code importing ``modules`` (names such as ``kernels.softmax``) can
+    draw: those of the benchmarks the modules declare, and launch_overhead for the module
+    that times it."""
+    names = {spec.name for spec in discover().values() if spec.module in modules}
+    if launch_cost.__name__ in modules:
+        names.add(LAUNCH_OVERHEAD)
+    return names
+
+
 def discover() -> dict[str, BenchmarkSpec]:
     """Every :class:`BenchmarkSpec` defined at the top level of a :mod:`kernels` module."""
     package = importlib.import_module(__package__)  # kernels, or ninja_gap.kernels installed
@@ -457,16 +586,23 @@ def discover() -> dict[str, BenchmarkSpec]:
     return dict(sorted(found.items()))
 
 
-def stale_report(specs: dict[str, BenchmarkSpec]) -> list[str]:
+def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) -> list[str]:
     """One line per record that the build would refuse: missing, malformed, stale, or
-    left over from a benchmark that no longer exists."""
+    left over from a benchmark that no longer exists. ``launch_overhead``: check that
+    record too."""
     problems = []
-    for spec in specs.values():
+    loaders: list[Callable[[], object]] = [
+        functools.partial(load_current, s) for s in specs.values()
+    ]
+    if launch_overhead:
+        loaders.append(load_current_launch_overhead)
+    for load in loaders:
         try:
-            load_current(spec)
+            load()
         except MeasurementError as error:
             problems.append(str(error))
-    for name in sorted(set(measurements.recorded_benchmarks()) - set(specs)):
+    known = {*discover(), LAUNCH_OVERHEAD}
+    for name in sorted(set(measurements.recorded_benchmarks()) - known):
         problems.append(f"{measurements.path_for(name)}: no benchmark is named {name!r}")
     return problems
 
@@ -475,12 +611,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command line: measure the named benchmarks (all by default) and record their files,
     or with ``--stale`` list the records that do not match the code."""
     specs = discover()
+    known = [*specs, LAUNCH_OVERHEAD]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"benchmarks to measure (default: all of {', '.join(specs)})",
+        help=f"benchmarks to measure (default: all of {', '.join(known)})",
     )
     parser.add_argument(
         "--stale",
@@ -488,12 +625,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="list every record whose code fingerprint no longer matches, and exit 1 if any",
     )
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.names) - set(specs))
+    unknown = sorted(set(args.names) - set(known))
     if unknown:
-        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(specs)}")
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}")
+    chosen = args.names or known
     if args.stale:
-        chosen = {name: specs[name] for name in args.names} if args.names else specs
-        problems = stale_report(chosen)
+        problems = stale_report(
+            {name: specs[name] for name in chosen if name in specs},
+            launch_overhead=LAUNCH_OVERHEAD in chosen,
+        )
         for line in problems:
             print(line)
         if problems:
@@ -502,9 +642,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if interpreted():
         parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
-    for name in args.names or specs:
-        path = measurements.save(measure(specs[name]))
-        print(f"wrote {path}")
+    for name in chosen:
+        record = measure_launch_overhead() if name == LAUNCH_OVERHEAD else measure(specs[name])
+        print(f"wrote {measurements.save(record)}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every benchmark figure is drawn by :func:`plot_measurement`: the metric against the
 problem size, one line per provider from kernel time and a lighter one from call time,
-the ceiling measured in the same run dashed. Text
+the ceiling measured in the same run dashed. The launch_overhead record, host time per
+call of each launcher, is drawn by :func:`plot_launch_overhead` as bars. Text
 in the image stays short (axis labels, legend); the provenance caption is kept beside
 the figure and written into the page as text, so that it can be translated.
 """
@@ -12,12 +13,13 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .measurements import Measurement
+from .measurements import LaunchOverhead, Measurement
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
 PROVIDER_COLOURS = {
     "Triton": "#1f77b4",
+    "bare launch": "#aec7e8",
     "PyTorch": "#ff7f0e",
     "torch.compile": "#2ca02c",
     "cuBLAS": "#d62728",
@@ -67,7 +69,7 @@ def _values(rates: tuple[float | None, ...]) -> list[float]:
     return [math.nan if v is None else v for v in rates]
 
 
-def _placeholder(measurement: Measurement) -> Figure:
+def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
             color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
@@ -136,6 +138,44 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     style(fig)
     set_caption(fig, caption(measurement.environment, measurement.code.commit,
                              fresh=measurement.fresh))  # fmt: skip
+    return fig
+
+
+# The axis of the launch_overhead figure: host time of one call.
+LAUNCH_LABEL = "µs per call"
+# Height of one launcher's group of bars, in inches, and of the axes' labels and legend.
+_GROUP_INCHES = 0.6
+_MARGIN_INCHES = 1.8
+
+
+def plot_launch_overhead(record: LaunchOverhead) -> Figure:
+    """Draw the launch_overhead record as horizontal bars, one group per launcher (top to
+    bottom in the record's order), one bar per series, and attach its caption. A draft
+    build's placeholder is drawn as an empty, labelled figure."""
+    if record.placeholder:
+        fig = _placeholder(record)
+        fig.axes[0].set_xlabel(LAUNCH_LABEL)
+        fig.axes[0].set_ylabel(record.x_name)
+        style(fig)
+        return fig
+    height = _MARGIN_INCHES + _GROUP_INCHES * len(record.x)
+    fig, ax = plt.subplots(figsize=(FIGURE_SIZE[0], height), layout="constrained")
+    providers = record.providers
+    bar = 0.8 / len(providers)
+    for index, provider in enumerate(providers):
+        # Within a group the first series is on top, as the legend lists them.
+        offsets = [group - 0.4 + bar * (index + 0.5) for group in range(len(record.x))]
+        ax.barh(offsets, _values(record.series[provider]), height=bar, label=provider,
+                color=_provider_colour(provider, index))  # fmt: skip
+    ax.set_yticks(range(len(record.x)), record.x)
+    ax.invert_yaxis()
+    ax.set_xlabel(LAUNCH_LABEL)
+    ax.set_xlim(left=0)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
+               ncols=len(providers), frameon=False)  # fmt: skip
+    style(fig)
+    set_caption(fig, caption(record.environment, record.code.commit, fresh=record.fresh))
     return fig
 
 
