@@ -164,6 +164,10 @@ def results_table(
             *([] if against else [row["best_baseline"]]), f"{row['vs_best']:.2f}x", *verdicts,
         ])  # fmt: skip
     notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
+    # Where a line of the figure has gaps, or is missing, and why (the record's words).
+    notes += [
+        f"No {name} rate {reason.rstrip('.')}." for name, reason in measurement.unavailable.items()
+    ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling

@@ -62,6 +62,9 @@ class BenchmarkSpec:
     # The series Triton is compared with, by name. None: PyTorch eager (``torch_eager``)
     # and ``torch.compile`` of it, compiled afresh for each size.
     baselines: Mapping[str, Callable[..., Output]] | None = None
+    # Series timed after those, such as another library's kernel for the same operation
+    # (``Liger``, :mod:`kernels.liger`).
+    extra_baselines: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
     # Providers whose peak memory is recorded beside the others but that are not timed,
     # such as a naive version that runs out of memory at large sizes.
     memory_only: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
@@ -75,7 +78,7 @@ class BenchmarkSpec:
     def series_names(self) -> tuple[str, ...]:
         """The names of the timed series, Triton first."""
         baselines = DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
-        return ("Triton", *baselines)
+        return ("Triton", *baselines, *self.extra_baselines)
 
     @property
     def module(self) -> str:
