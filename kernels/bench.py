@@ -392,7 +392,7 @@ def _library_versions(names: Sequence[str]) -> dict[str, str]:
     # Which release of a peer library the record compares with, as its series name.
     if liger.SERIES not in names:
         return {}
-    return {"liger_kernel": liger.installed_version() or "not installed"}
+    return {"liger_kernel": liger.installed_version() or "cannot be imported"}
 
 
 def _shown(rate: float | None) -> str:

@@ -41,15 +41,20 @@ def functional_api() -> ModuleType:
     try:
         return _functional()
     except ImportError as error:
-        raise ProviderUnavailable(f"{DISTRIBUTION} is not installed here ({error})") from None
+        raise ProviderUnavailable(f"{DISTRIBUTION} cannot be imported here ({error})") from None
 
 
 def installed_version() -> str | None:
-    """The installed release of liger-kernel, or None."""
+    """The release of liger-kernel that the wrappers call, or None if it cannot be
+    imported ("unknown" if it imports but has no package metadata)."""
+    try:
+        _functional()
+    except ImportError:
+        return None
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
-        return None
+        return "unknown"
 
 
 def _check_row(x: torch.Tensor, op: str) -> None:

@@ -122,7 +122,8 @@ def results_table(
     ]
     # Against one named baseline, its name heads the ratio's column; else a column says
     # which baseline was the faster at each size.
-    ratio_columns = [f"Triton vs {against}"] if against else ["faster baseline", "Triton vs it"]
+    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
+    ratio_columns = [f"Triton vs {against}"] if against else [best, "Triton vs it"]
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
     goals = []
@@ -137,7 +138,7 @@ def results_table(
         if ceiling_goal is not None:
             kinds.append("a share of the ceiling")
         if baseline_goal is not None:
-            kinds.append(f"a ratio to {against or 'the faster baseline'}")
+            kinds.append(f"a ratio to {against or 'the ' + best}")
         label = "Goals" if len(kinds) > 1 else "Goal"
         caption.append(f"{label}: {', '.join(kinds)}; met in this run?")
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None

@@ -20,8 +20,9 @@ DEFAULT_BASELINES = ("PyTorch", "torch.compile")
 
 
 class ProviderUnavailable(RuntimeError):
-    """Raised by a baseline that cannot run on this machine (a missing SDPA backend, say);
-    the harness records ``null`` at that size and the reason under ``unavailable``."""
+    """Raised by a baseline that cannot run on this machine or input (a missing SDPA
+    backend, a library that is not installed, a row longer than it takes); the harness
+    records ``null`` at that size and the reason under ``unavailable``."""
 
 
 @dataclass(frozen=True)
