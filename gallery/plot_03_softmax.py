@@ -173,8 +173,8 @@ print(f"looped kernel, 3 rows of {long_rows.shape[1]:,} values: relative error {
 # Measure it
 # ----------
 #
-# 4096 rows of bfloat16 values. The row lengths are powers of two from 256 to 262144
-# (2**18), and the vocabularies of four language models: 32000 (LLaMA 2), 50257
+# 4096 rows of bfloat16 values. The row lengths are powers of two between 256 and
+# 262144 (2**18), and the vocabularies of four language models: 32000 (LLaMA 2), 50257
 # (GPT-2), 128256 (LLaMA 3) and 151936 (Qwen 2). A model's last layer gives each
 # position one score per token of its vocabulary, and a softmax over that row turns the
 # scores into probabilities. The rate counts one read and one write of the matrix.

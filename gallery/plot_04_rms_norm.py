@@ -111,8 +111,8 @@ for n_cols in (1, 781, 2048):
 # ----------
 #
 # 16384 rows in bfloat16, timed as on the :doc:`vector addition page
-# <plot_01_vector_add>`. The hidden sizes are powers of two from 1024 to 16384 and those
-# of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and 7168
+# <plot_01_vector_add>`. The hidden sizes are powers of two between 1024 and 16384, and
+# those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and 7168
 # (DeepSeek-V3). The rate counts one read of ``x`` and of the weight, and one write of
 # ``y``. Besides ``rms_norm`` and ``torch.compile`` of it, the ``Liger`` line is the
 # RMSNorm of Liger-Kernel, a library of Triton kernels for training language models
@@ -205,8 +205,8 @@ print("gradcheck:", torch.autograd.gradcheck(rms_norm.rms_norm, inputs))
 # Measure the backward pass
 # -------------------------
 #
-# The same 16384 rows and hidden sizes as the forward pass. Only the backward pass is
-# timed: the forward runs once, then ``backward`` runs again and again on the same
+# The same 16384 rows, at six of the forward pass's hidden sizes. Only the backward pass
+# is timed: the forward runs once, then ``backward`` runs again and again on the same
 # graph. The rate counts a read of ``x`` and ``dy`` and a write of ``dx`` (the weight
 # and its gradient are small); the goal is the ratio to the fastest baseline.
 # Liger-Kernel's backward pass writes ``dx`` over ``dy`` by default, one allocation

@@ -154,8 +154,8 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 # Measure the forward pass
 # ------------------------
 #
-# 16384 rows (tokens) in bfloat16. The hidden sizes are powers of two from 1024 to
-# 16384 and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
+# 16384 rows (tokens) in bfloat16. The hidden sizes are powers of two between 1024 and
+# 16384, and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
 # 7168 (DeepSeek-V3).
 
 from kernels.bench import measure_or_load
@@ -186,9 +186,10 @@ fp16_table
 # Measure the backward pass
 # -------------------------
 #
-# Only the backward pass is timed: the forward runs once, then ``backward`` runs again
-# and again on the same graph. The rate counts a read of ``x`` and ``dy`` and a write
-# of ``dx`` (the weight and bias gradients are small).
+# The same 16384 rows, at six of the forward pass's hidden sizes. Only the backward pass
+# is timed: the forward runs once, then ``backward`` runs again and again on the same
+# graph. The rate counts a read of ``x`` and ``dy`` and a write of ``dx`` (the weight
+# and bias gradients are small).
 
 backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)

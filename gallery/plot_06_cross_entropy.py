@@ -132,10 +132,10 @@ except ValueError as error:
 # Measure it
 # ----------
 #
-# 4096 rows (token positions) in bfloat16. The vocabularies are powers of two from 1024
-# to 65536 and those of four models: 32000 (LLaMA 2), 50257 (GPT-2), 128256 (LLaMA 3)
-# and 151936 (Qwen 2). The forward rate counts one read of the logits; the backward
-# rate a read of the logits and a write of their gradient.
+# 4096 rows (token positions) in bfloat16. The vocabularies are powers of two between
+# 1024 and 65536, and those of four models: 32000 (LLaMA 2), 50257 (GPT-2), 128256
+# (LLaMA 3) and 151936 (Qwen 2). The forward rate counts one read of the logits; the
+# backward rate a read of the logits and a write of their gradient.
 #
 # Besides PyTorch and ``torch.compile``, the ``Liger`` line is Liger-Kernel's
 # cross-entropy (``liger_cross_entropy``), in the forward pass only: with logits that

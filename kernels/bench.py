@@ -389,7 +389,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
 
 
 def _library_versions(names: Sequence[str]) -> dict[str, str]:
-    # Which release of a peer library the record compares with, as its series name.
+    # The release of each peer library that a series of the record times.
     if liger.SERIES not in names:
         return {}
     return {"liger_kernel": liger.installed_version() or "cannot be imported"}

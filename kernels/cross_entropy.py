@@ -280,6 +280,7 @@ BENCHMARK = BenchmarkSpec(
 BACKWARD_BENCHMARK = dataclasses.replace(
     BENCHMARK,
     name="cross_entropy_backward",
+    gpu_sizes=(4096, 32000, 50257, 65536, 128256, 151936),
     make_inputs=make_backward_inputs,
     work=backward_bytes,
     grad_inputs=(0,),
