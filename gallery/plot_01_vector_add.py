@@ -111,7 +111,10 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 #   included, timed with ``triton.testing.do_bench``.
 #
 # Both are medians of many calls. The rate is the 12 bytes per element that one call
-# must move, over its time.
+# must move, over its time. The lengths are every other power of two from 2**12 to
+# 2**28, and two odd lengths, 3,000,001 and 100,000,001: no tile size divides an odd
+# length, so the last program's mask switches some of its lanes off, as in real
+# models, whose tensors need not come in powers of two.
 #
 # In the same run, the harness copies a 1 GiB buffer (2**30 bytes read and as many
 # written) and takes the best rate of three such copies as the *ceiling*, the dashed
@@ -167,6 +170,22 @@ if above:
     print("Above the copy ceiling at N = " + ", ".join(f"{size:,}" for size in above) + ".")
 elif table.sizes:
     print("Below the copy ceiling at every size in the table.")
+
+# %%
+# Half precision
+# --------------
+#
+# The same kernel on float16 vectors, 2 bytes an element instead of 4, recorded in a
+# file of its own: two large powers of two and the two odd lengths.
+
+fp16 = measure_or_load(vector_add.FP16_BENCHMARK)
+fp16_table = results_table(
+    fp16,
+    min_work=vector_add.bytes_moved(2**24, torch.float16),
+    ceiling_goal=0.90,
+    baseline_goal=0.95,
+)
+fp16_table
 
 # %%
 # The Triton kernel and PyTorch's own kernel for ``x + y`` do the same work, one pass

@@ -181,7 +181,8 @@ print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
 # Measure it
 # ----------
 #
-# One float32 vector, from 2**16 to 2**28 elements, ``p = 0.5``, timed as on the
+# One float32 vector, of every other power of two from 2**16 to 2**28 elements and of
+# two odd lengths, 3,000,001 and 100,000,001; ``p = 0.5``, timed as on the
 # :doc:`vector addition page <plot_01_vector_add>`, against PyTorch's dropout and
 # ``torch.compile`` of it. The rate counts one read of the input and one write of the
 # output, 8 bytes per element: the bytes a dropout must move at least. PyTorch's eager

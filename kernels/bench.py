@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from . import fingerprint, launch_cost, measurements, provenance, timing
+from . import fingerprint, launch_cost, liger, measurements, provenance, timing
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -68,6 +68,11 @@ def measuring() -> bool:
 
 class CorrectnessError(AssertionError):
     """A provider's output differs from the float64 reference by more than the tolerance."""
+
+    def __init__(self, message: str, relative_error: float, tolerance: float) -> None:
+        super().__init__(message)
+        self.relative_error = relative_error
+        self.tolerance = tolerance
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,9 @@ def relative_error(out: Output, reference: Output) -> float:
     return worst
 
 
-def _float64(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.double() if tensor.is_floating_point() else tensor
+def _float64_copy(tensor: torch.Tensor) -> torch.Tensor:
+    # A copy even where the tensor is float64 already, or not a float tensor.
+    return tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor.clone()
 
 
 def _forward_for_backward(
@@ -160,15 +166,20 @@ def check(
     device = kernel_device()
     generator = torch.Generator(device=device).manual_seed(seed)
     inputs = spec.make_inputs(size, dtype, device, generator)
+    # Copied before the provider runs: some write into their inputs (Liger-Kernel's
+    # cross-entropy stores the gradient over the logits, its RMSNorm dx over dy).
+    reference_inputs = [_float64_copy(t) for t in inputs]
     _poison_free_memory(inputs[0])
     out = evaluate(spec, provider or spec.triton, inputs)
-    reference = evaluate(spec, spec.reference or spec.torch_eager, [_float64(t) for t in inputs])
+    reference = evaluate(spec, spec.reference or spec.torch_eager, reference_inputs)
     error = relative_error(out, reference)
     tolerance = RELATIVE_TOLERANCE[dtype]
     if not error <= tolerance:
         raise CorrectnessError(
             f"{spec.name} [{provider_name}] at {spec.x_name}={size:,} ({dtype}): relative error "
-            f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference"
+            f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference",
+            error,
+            tolerance,
         )
     return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, tolerance)
 
@@ -191,8 +202,9 @@ def providers(spec: BenchmarkSpec) -> dict[str, Callable[..., Output]]:
             "Triton": spec.triton,
             "PyTorch": spec.torch_eager,
             "torch.compile": _compiled_for_one_shape(spec.torch_eager),
+            **spec.extra_baselines,
         }
-    return {"Triton": spec.triton, **spec.baselines}
+    return {"Triton": spec.triton, **spec.baselines, **spec.extra_baselines}
 
 
 def _timed_call(
@@ -267,9 +279,10 @@ def _what_is_measured(spec: BenchmarkSpec) -> dict[str, Any]:
 def measure(spec: BenchmarkSpec) -> Measurement:
     """Check, then time, every provider at every GPU size, two ways; return the record.
 
-    A baseline that raises :class:`ProviderUnavailable` at a size's check, or whose
-    kernel time the profiler cannot split into calls, is ``null`` at that size, and the
-    reason is recorded under ``unavailable``. Triton must run everywhere.
+    A baseline that raises :class:`ProviderUnavailable` at a size's check, whose output
+    misses the tolerance there, or whose kernel time the profiler cannot split into
+    calls, is ``null`` at that size, and the reason is recorded under ``unavailable``.
+    Triton must run, and be right, everywhere.
     """
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
@@ -293,9 +306,16 @@ def measure(spec: BenchmarkSpec) -> Measurement:
             # Fresh random inputs for every check: a fast version must be right on any input.
             try:
                 result = check(spec, size, fn, provider_name=name, seed=index + 1)
-            except ProviderUnavailable as reason:
+            except (ProviderUnavailable, CorrectnessError) as failure:
                 if name == "Triton":
                     raise
+                # A baseline is timed only where it is as right as Triton must be.
+                reason = (
+                    f"relative error {failure.relative_error:.1e} exceeds the tolerance "
+                    f"{failure.tolerance:.0e} against the float64 reference"
+                    if isinstance(failure, CorrectnessError)
+                    else failure
+                )
                 unavailable.add(name, size, reason)
                 del running[name]
                 continue
@@ -355,6 +375,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
         ),
         details={
             **spec.details,
+            **_library_versions(names),
             "pass": "backward" if spec.backward else "forward",
             "timing": {
                 "kernel_time": (
@@ -373,6 +394,13 @@ def measure(spec: BenchmarkSpec) -> Measurement:
         },
         fresh=True,
     )
+
+
+def _library_versions(names: Sequence[str]) -> dict[str, str]:
+    # The release of each peer library that a series of the record times.
+    if liger.SERIES not in names:
+        return {}
+    return {"liger_kernel": liger.installed_version() or "cannot be imported"}
 
 
 def _shown(rate: float | None) -> str:

@@ -15,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import liger
 from .checks import check_bool, check_integer, check_rows, check_tensor
 from .first_order import first_order_only
 from .launch import benchmark_rows
@@ -250,7 +251,9 @@ def backward_bytes(n_classes: int, dtype: torch.dtype) -> int:
     return 2 * ROWS * n_classes * dtype.itemsize
 
 
-SIZES = tuple(2**p for p in range(10, 18))
+# Powers of two and the vocabularies of LLaMA 2 (32000), GPT-2 (50257), LLaMA 3 (128256)
+# and Qwen 2 (151936).
+SIZES = (1024, 4096, 32000, 32768, 50257, 65536, 128256, 151936)
 
 
 def triton_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -271,13 +274,25 @@ BENCHMARK = BenchmarkSpec(
     work=forward_bytes,
     peak_memory_step=training_step,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.cross_entropy},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
     BENCHMARK,
     name="cross_entropy_backward",
+    gpu_sizes=(4096, 32000, 50257, 65536, 128256, 151936),
     make_inputs=make_backward_inputs,
     work=backward_bytes,
     grad_inputs=(0,),
+    peak_memory_step=None,
+    extra_baselines={liger.SERIES: liger.cross_entropy_backward_alone},
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="cross_entropy_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(32000, 50257, 128256, 151936),
+    interpreter_sizes=(1000,),
     peak_memory_step=None,
 )

@@ -27,6 +27,7 @@ PROVIDER_COLOURS = {
     "SDPA cuDNN": "#2ca02c",
     "SDPA efficient": "#9467bd",
     "naive": "#8c564b",
+    "Liger": "#e377c2",
 }
 _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CEILING_COLOUR = "#555555"
@@ -69,6 +70,10 @@ def _values(rates: tuple[float | None, ...]) -> list[float]:
     return [math.nan if v is None else v for v in rates]
 
 
+def _never_ran(values: tuple[float | None, ...]) -> bool:
+    return all(v is None for v in values)
+
+
 def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
@@ -90,6 +95,8 @@ def plot_measurement(measurement: Measurement) -> Figure:
         return _placeholder(measurement)
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     for index, provider in enumerate(measurement.providers):
+        if _never_ran(measurement.series[provider]):
+            continue  # no line to draw, and none in the legend (the table says why)
         colour = _provider_colour(provider, index)
         ax.plot(measurement.x, _values(measurement.series[provider]), marker="o",
                 markersize=3.5, linewidth=1.8, label=provider, color=colour)  # fmt: skip
@@ -127,6 +134,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
         return _placeholder(measurement)
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     for index, (provider, values) in enumerate(measurement.peak_memory_mb.items()):
+        if _never_ran(values):
+            continue
         ax.plot(measurement.x, _values(values), marker="o", markersize=3.5, linewidth=1.8,
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)

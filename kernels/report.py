@@ -123,7 +123,8 @@ def results_table(
     ]
     # Against one named baseline, its name heads the ratio's column; else a column says
     # which baseline was the faster at each size.
-    ratio_columns = [f"Triton vs {against}"] if against else ["faster baseline", "Triton vs it"]
+    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
+    ratio_columns = [f"Triton vs {against}"] if against else [best, "Triton vs it"]
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
     goals = []
@@ -138,7 +139,7 @@ def results_table(
         if ceiling_goal is not None:
             kinds.append("a share of the ceiling")
         if baseline_goal is not None:
-            kinds.append(f"a ratio to {against or 'the faster baseline'}")
+            kinds.append(f"a ratio to {against or 'the ' + best}")
         label = "Goals" if len(kinds) > 1 else "Goal"
         caption.append(f"{label}: {', '.join(kinds)}; met in this run?")
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
@@ -165,6 +166,10 @@ def results_table(
             *([] if against else [row["best_baseline"]]), f"{row['vs_best']:.2f}x", *verdicts,
         ])  # fmt: skip
     notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
+    # Where a line of the figure has gaps, or is missing, and why (the record's words).
+    notes += [
+        f"No {name} rate {reason.rstrip('.')}." for name, reason in measurement.unavailable.items()
+    ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling

@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import liger
 from .checks import check_normalisation, needs_grad
 from .column_sums import column_sums
 from .first_order import first_order_only
@@ -325,21 +326,40 @@ def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> 
 
 
 ROWS = 16384
+# The hidden size of the benchmark whose size is the number of rows (LLaMA 2 7B's).
+ROW_SWEEP_COLS = 4096
+
+
+def _inputs(
+    rows: int, n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    return x, weight
 
 
 def make_inputs(
     n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Activations of ROWS tokens by ``n_cols`` features, and a weight near one."""
-    rows = benchmark_rows(device, ROWS)
-    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
-    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
-    return x, weight
+    return _inputs(benchmark_rows(device, ROWS), n_cols, dtype, device, generator)
+
+
+def make_row_sweep_inputs(
+    rows: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Activations of ``rows`` tokens by ROW_SWEEP_COLS features, and a weight near one."""
+    return _inputs(rows, ROW_SWEEP_COLS, dtype, device, generator)
 
 
 def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
     """Read x and the weight once, write y once."""
     return (2 * ROWS + 1) * n_cols * dtype.itemsize
+
+
+def row_sweep_bytes(rows: int, dtype: torch.dtype) -> int:
+    """:func:`bytes_moved` for ``rows`` rows of ROW_SWEEP_COLS values."""
+    return (2 * rows + 1) * ROW_SWEEP_COLS * dtype.itemsize
 
 
 def make_backward_inputs(
@@ -355,27 +375,53 @@ def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
     return (3 * ROWS + 2) * n_cols * dtype.itemsize
 
 
+# Powers of two and the hidden sizes of GPT-2 (768), GPT-2 XL (1600), LLaMA 2 13B (5120)
+# and DeepSeek-V3 (7168).
+SIZES = (768, 1024, 1600, 4096, 5120, 7168, 8192, 16384)
+
 BENCHMARK = BenchmarkSpec(
     name="rms_norm",
     metric="GB/s",
     x_name="N",
     dtype=torch.bfloat16,
-    gpu_sizes=tuple(2**p for p in range(9, 15)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 781, 2048),
     make_inputs=make_inputs,
     triton=rms_norm,
     torch_eager=torch_rms_norm,
     work=bytes_moved,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.rms_norm},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
     BENCHMARK,
     name="rms_norm_backward",
+    gpu_sizes=(768, 1600, 4096, 5120, 7168, 16384),
     # Not rows of one value: there y = sign(x) * weight, and dx is a small difference of
     # nearly equal terms that no float32 computation (PyTorch's neither) gets to 1e-5.
     interpreter_sizes=(3, 781, 2048),
     make_inputs=make_backward_inputs,
     work=backward_bytes,
     grad_inputs=(0, 1),
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(768, 4096, 5120, 7168),
+    interpreter_sizes=(781,),
+)
+
+# The number of rows swept at one hidden size: fewer than 1024 up to four times ROWS.
+ROW_SWEEP_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_rows",
+    x_name="rows",
+    gpu_sizes=(1000, 4096, 32768, 65536),
+    interpreter_sizes=(1, 3),
+    make_inputs=make_row_sweep_inputs,
+    work=row_sweep_bytes,
+    details={"n_cols": ROW_SWEEP_COLS},
 )

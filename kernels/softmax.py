@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import liger
 from .checks import check_rows, needs_grad
 from .first_order import first_order_only
 from .launch import (
@@ -290,24 +291,38 @@ def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
     return 3 * ROWS * n_cols * dtype.itemsize
 
 
+# Powers of two, the vocabularies of GPT-2 (50257), LLaMA 2 (32000), LLaMA 3 (128256)
+# and Qwen 2 (151936), and rows as long as 2**18 values.
+SIZES = (256, 1024, 4096, 16384, 32000, 32768, 50257, 65536, 128256, 151936, 262144)
+
 BENCHMARK = BenchmarkSpec(
     name="softmax",
     metric="GB/s",
     x_name="N",
     dtype=torch.bfloat16,
-    gpu_sizes=tuple(2**p for p in range(8, 17)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 781, 2048),
     make_inputs=make_inputs,
     triton=softmax,
     torch_eager=torch_softmax,
     work=bytes_moved,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.softmax},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
     BENCHMARK,
     name="softmax_backward",
+    gpu_sizes=(1024, 4096, 16384, 32768, 50257, 65536, 151936, 262144),
     make_inputs=make_backward_inputs,
     work=backward_bytes,
     grad_inputs=(0,),
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="softmax_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(4096, 32000, 50257, 151936),
+    interpreter_sizes=(781,),
 )

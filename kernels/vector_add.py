@@ -5,6 +5,8 @@ twelve bytes of traffic in float32, so the kernel can only be as fast as memory 
 the benchmark compares it with the device's measured copy bandwidth.
 """
 
+import dataclasses
+
 import torch
 import triton
 import triton.language as tl
@@ -111,15 +113,26 @@ def bytes_moved(n_elements: int, dtype: torch.dtype) -> int:
     return 3 * n_elements * dtype.itemsize
 
 
+# Every other power of two, and two odd lengths: no tile size divides those.
+SIZES = (2**12, 2**14, 2**16, 2**18, 2**20, 3_000_001, 2**22, 2**24, 2**26, 100_000_001, 2**28)
+
 BENCHMARK = BenchmarkSpec(
     name="vector_add",
     metric="GB/s",
     x_name="N",
     dtype=torch.float32,
-    gpu_sizes=tuple(2**p for p in range(12, 29)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 1000, 4097),
     make_inputs=make_inputs,
     triton=add,
     torch_eager=torch_add,
     work=bytes_moved,
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="vector_add_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(3_000_001, 2**24, 100_000_001, 2**28),
+    interpreter_sizes=(4097,),
 )
