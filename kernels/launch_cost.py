@@ -220,13 +220,13 @@ def cross_entropy_case(device: torch.device) -> LaunchCase:
     targets = torch.arange(ROWS, device=device) * (COLS // ROWS)  # one class per row, in range
     acc_torch, acc_triton = cross_entropy._accumulator(logits.dtype)
     losses = torch.empty(ROWS, dtype=acc_torch, device=device)
-    lse = torch.empty_like(losses)
+    row_max, log_sum = torch.empty_like(losses), torch.empty_like(losses)
     loss = torch.empty((), dtype=acc_torch, device=device)
     n_valid = torch.empty((), dtype=torch.int32, device=device)
     ignore = cross_entropy.IGNORE_INDEX
     row_losses = _launch(
-        cross_entropy.cross_entropy_forward_kernel, (ROWS,), logits, targets, losses, lse, COLS,
-        ignore, ACC=acc_triton, BLOCK_SIZE=cross_entropy.BLOCK_SIZE,
+        cross_entropy.cross_entropy_forward_kernel, (ROWS,), logits, targets, losses, row_max,
+        log_sum, COLS, ignore, ACC=acc_triton, BLOCK_SIZE=cross_entropy.BLOCK_SIZE,
         NUM_STAGES=cross_entropy.FORWARD_STAGES, EVEN=COLS % cross_entropy.BLOCK_SIZE == 0,
         num_warps=cross_entropy.FORWARD_WARPS,
     )  # fmt: skip
@@ -255,17 +255,20 @@ def matmul_case(device: torch.device) -> LaunchCase:
     a, b = _randn((SQUARE, SQUARE), (SQUARE, SQUARE), dtype=torch.float16, device=device)
     c = torch.empty_like(a)
     grid = matmul._grid(SQUARE, SQUARE)
+    # Both operands row-major, as the launcher finds them; its key also takes M's bucket.
+    layout = {"A_TRANSPOSED": False, "B_TRANSPOSED": False}
+    m_bucket = triton.next_power_of_2(SQUARE)
     if matmul.tma_applies(a, b, c):
         # Placeholder tile shapes, as in the launcher: the configuration's pre-hook sets them.
         descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
         bare = _launch(
             matmul.tuned_matmul_tma_kernel, grid, *descriptors, SQUARE, SQUARE, SQUARE,
-            ACTIVATION="none",
+            m_bucket, ACTIVATION="none", DTYPE=matmul.TRITON_DTYPES[a.dtype], **layout,
         )  # fmt: skip
     else:
         bare = _launch(
-            matmul.tuned_matmul_kernel, grid, a, b, c, SQUARE, SQUARE, SQUARE,
-            *a.stride(), *b.stride(), *c.stride(), ACTIVATION="none",
+            matmul.tuned_matmul_kernel, grid, a, b, c, SQUARE, SQUARE, SQUARE, m_bucket,
+            *a.stride(), *b.stride(), *c.stride(), ACTIVATION="none", **layout,
         )  # fmt: skip
     return LaunchCase(
         inputs=_describe(a=a, b=b),
