@@ -20,6 +20,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .checks import check_no_grad, check_tensor
+from .launch import cdiv, device_capability, launch_tuned
 from .runtime import interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
@@ -245,7 +246,7 @@ def tma_applies(*matrices: torch.Tensor) -> bool:
     """Whether :func:`matmul` moves tiles with the Tensor Memory Accelerator: on GPUs that
     have one (compute capability 9.0 and up; the interpreter emulates it) and when each
     matrix starts and strides its rows on 16-byte boundaries, as a descriptor needs."""
-    if not interpreted() and torch.cuda.get_device_capability(matrices[0].device) < (9, 0):
+    if not interpreted() and device_capability(matrices[0].device) < (9, 0):
         return False
     return all(
         t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in matrices
@@ -253,7 +254,7 @@ def tma_applies(*matrices: torch.Tensor) -> bool:
 
 
 def _grid(M: int, N: int):
-    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    return lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
 
 
 def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -298,11 +299,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     if tma_applies(a, b, c):
         # Placeholder tile shapes: the configuration's pre-hook sets the real ones.
         descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
-        tuned_matmul_tma_kernel[_grid(M, N)](*descriptors, M, N, K, ACTIVATION=activation)
-    else:
-        tuned_matmul_kernel[_grid(M, N)](
-            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation
+        launch_tuned(
+            tuned_matmul_tma_kernel, _grid(M, N), *descriptors, M, N, K, ACTIVATION=activation
         )
+    else:
+        launch_tuned(
+            tuned_matmul_kernel, _grid(M, N),
+            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation,
+        )  # fmt: skip
     return c
 
 
