@@ -61,8 +61,8 @@ def resident_programs(
 
 @functools.cache
 def multiprocessors(device: torch.device) -> int:
-    """The number of streaming multiprocessors of GPU ``device``, asked once per device
-    (reading the device's properties takes microseconds, too long for every launch)."""
+    """The number of streaming multiprocessors of GPU ``device``, asked once per device:
+    reading the device's properties is too slow to repeat on every launch."""
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
@@ -83,13 +83,13 @@ def launch_tuned(
 ) -> None:
     """``tuner[grid](*args, **constexprs)``, with the autotuner's lookup done once per key.
 
-    On every call an autotuner builds dictionaries of all its arguments to find its key
-    (the values of its ``key`` arguments and the dtype of every argument that has one)
-    and the configuration it chose for that key: microseconds of Python per launch. Here
-    that key, with the keyword arguments added, indexes a dictionary of the configuration
-    the autotuner chose, which is then launched directly, its pre-hook run first as the
-    autotuner would. A key seen for the first time goes through the autotuner, which
-    times the candidates and chooses.
+    On every call, an autotuner builds dictionaries of all its arguments to find its key
+    (the values of its ``key`` arguments and the dtype of every argument that has one),
+    then the configuration it chose for that key. Here that key, with the keyword
+    arguments added, indexes a dictionary of the autotuner's choices, and the chosen
+    configuration is launched directly, its pre-hook run first as the autotuner would. A
+    key seen for the first time goes through the autotuner, which times the candidates
+    and chooses.
     """
     key_values = tuple(args[i] for i in _key_positions(tuner, len(args)))
     dtypes = tuple(getattr(arg, "dtype", None) for arg in args)
