@@ -109,5 +109,5 @@ def launch_tuned(
 @functools.cache
 def _key_positions(tuner: triton.runtime.Autotuner, n_args: int) -> tuple[int, ...]:
     # Key arguments passed by keyword are in the key through the keyword arguments.
-    positions = (tuner.arg_names.index(name) for name in tuner.keys)
+    positions = (tuner.arg_names.index(name) for name in tuner.keys if name in tuner.arg_names)
     return tuple(i for i in positions if i < n_args)
