@@ -82,8 +82,9 @@ neither.
 # The launcher
 # ------------
 #
-# The launcher checks its inputs, views ``x`` as a matrix of rows, and launches one
-# program per row. It picks ``num_warps``, the number of warps (groups of 32 threads)
+# The launcher checks its inputs and launches one program per row: ``x`` is
+# contiguous, so its rows lie one after another in memory, and the kernel needs only
+# their length to find each one. It picks ``num_warps``, the number of warps (groups of 32 threads)
 # per program, from the tile size, so that each thread holds a few values of the row
 # (``_warps`` in ``kernels/rms_norm.py``):
 #

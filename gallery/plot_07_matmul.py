@@ -369,8 +369,10 @@ table
 #   ceiling there.
 # * The gap between Triton's two lines is time spent outside the kernel. Our launcher
 #   is Python: it checks the inputs, builds three descriptors and looks up the
-#   autotuned configuration before each launch. A small product's kernel is too short
-#   to hide that; a large one's is not.
+#   autotuned configuration before each launch (``launch_tuned``, in
+#   ``kernels/launch.py``, keeps autotune's choices in a dictionary of its own, a
+#   quicker lookup than the autotuner's). A small product's kernel is too short to
+#   hide that; a large one's is not.
 # * From 4096 up, the table gives Triton's rate as a share of the ceiling and as a
 #   ratio to cuBLAS, and the line under it says at which sizes the goal was met.
 # * The ceiling is a measurement too, taken once at the end of the run. A GPU's clock

@@ -21,8 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_bool, check_real, check_same_layout, check_tensor
+from .checks import check_bool, check_real, check_same_layout, check_tensor, needs_grad
 from .first_order import first_order_only
+from .launch import cdiv
 from .runtime import interpreted
 from .spec import BenchmarkSpec, ProviderUnavailable
 from .tile_dot import tile_dot
@@ -427,7 +428,7 @@ def _forward(
     out = torch.empty_like(q)
     lse = torch.empty((batch, heads, seq_len), device=q.device, dtype=torch.float32)
     tiles = tiles_for("forward", head_dim)
-    grid = (triton.cdiv(seq_len, tiles.block_m), batch * heads)
+    grid = (cdiv(seq_len, tiles.block_m), batch * heads)
     attention_forward_kernel[grid](
         q, k, v, out, lse, seq_len, sm_scale * LOG2_E,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
@@ -443,17 +444,17 @@ def _backward(
     grad_q, grad_k, grad_v = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     delta = torch.empty_like(lse)
     delta_block = 64
-    attention_delta_kernel[(triton.cdiv(seq_len, delta_block), batch * heads)](
+    attention_delta_kernel[(cdiv(seq_len, delta_block), batch * heads)](
         out, grad_out, delta, seq_len, HEAD_DIM=head_dim, BLOCK_M=delta_block
     )
     scales = (sm_scale * LOG2_E, sm_scale)
     tiles = tiles_for("backward_kv", head_dim)
-    attention_backward_kv_kernel[(triton.cdiv(seq_len, tiles.block_n), batch * heads)](
+    attention_backward_kv_kernel[(cdiv(seq_len, tiles.block_n), batch * heads)](
         q, k, v, grad_out, lse, delta, grad_k, grad_v, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip
     tiles = tiles_for("backward_q", head_dim)
-    attention_backward_q_kernel[(triton.cdiv(seq_len, tiles.block_m), batch * heads)](
+    attention_backward_q_kernel[(cdiv(seq_len, tiles.block_m), batch * heads)](
         q, k, v, grad_out, lse, delta, grad_q, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip
@@ -521,7 +522,9 @@ def attention(
         # No queries, nothing to launch; the sum of the empty inputs is an empty output
         # that still links them to autograd.
         return q + k + v
-    return FlashAttention.apply(q, k, v, causal, sm_scale)
+    if needs_grad(q, k, v):
+        return FlashAttention.apply(q, k, v, causal, sm_scale)
+    return _forward(q, k, v, causal, sm_scale)[0]
 
 
 def attention_probabilities(q: torch.Tensor, k: torch.Tensor, causal: bool = False) -> torch.Tensor:

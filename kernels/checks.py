@@ -6,19 +6,25 @@ these checks first so that the mistake is reported in the caller's terms.
 """
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Collection
+from operator import attrgetter
 
 import torch
 
 from .runtime import interpreted, kernel_device
 
+# Whether a tensor is on the kernel device, in one attribute read. Kernels are compiled or
+# interpreted when their modules load, after kernels.runtime has set TRITON_INTERPRET, so
+# the answer is taken once, here.
+_on_kernel_device = attrgetter("is_cpu" if interpreted() else "is_cuda")
 
-def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
+
+def _dtype_names(dtypes: Collection[torch.dtype]) -> str:
     return ", ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
 
 
 def check_tensor(
-    name: str, value: object, dtypes: Iterable[torch.dtype], *, contiguous: bool = True
+    name: str, value: object, dtypes: Collection[torch.dtype], *, contiguous: bool = True
 ) -> torch.Tensor:
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
@@ -26,7 +32,15 @@ def check_tensor(
     for a tensor on the wrong device or, unless ``contiguous`` is False (for a kernel that
     takes strides), a non-contiguous one.
     """
-    dtypes = tuple(dtypes)
+    # A launcher runs this on every call: a good tensor costs four attribute reads, and
+    # only a bad one goes on to the checks below, which find what is wrong.
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype in dtypes
+        and _on_kernel_device(value)
+        and (not contiguous or value.is_contiguous())
+    ):
+        return value
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -66,7 +80,7 @@ def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch
         )
 
 
-def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+def check_rows(name: str, value: object, dtypes: Collection[torch.dtype]) -> torch.Tensor:
     """Check a tensor that a row-wise kernel reads: as :func:`check_tensor`, with at least
     one dimension and a non-empty last dimension (the row)."""
     tensor = check_tensor(name, value, dtypes)
@@ -79,6 +93,15 @@ def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch
 
 def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
     """Check a per-column parameter (a weight or a bias) of a row-wise kernel on ``like``."""
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype == like.dtype
+        and _on_kernel_device(value)
+        and value.is_contiguous()
+        and value.dim() == 1
+        and value.shape[0] == like.shape[-1]
+    ):
+        return value
     if isinstance(value, torch.Tensor) and value.dtype != like.dtype:
         raise TypeError(
             f"{name} is {str(value.dtype).removeprefix('torch.')} but the input is "
@@ -98,7 +121,7 @@ def check_normalisation(
     parameters: dict[str, object],
     eps: float,
     max_cols: int,
-    dtypes: Iterable[torch.dtype],
+    dtypes: Collection[torch.dtype],
 ) -> float:
     """Check the inputs of a normalisation over the last dimension: ``x`` as
     :func:`check_rows`, each per-column parameter as :func:`check_parameter`, rows no
@@ -177,7 +200,11 @@ def check_no_partial_overlap(
 def needs_grad(*tensors: torch.Tensor) -> bool:
     """Whether a call on ``tensors`` must record a gradient: grad mode is on and one of
     them requires one."""
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    if torch.is_grad_enabled():
+        for tensor in tensors:
+            if tensor.requires_grad:
+                return True
+    return False
 
 
 def check_no_grad(name: str, value: torch.Tensor, why: str) -> None:

@@ -10,13 +10,14 @@ per row; the backward kernel reads the logits again and writes the gradient
 """
 
 import dataclasses
+import math
 
 import torch
 import triton
 import triton.language as tl
 
 from . import liger
-from .checks import check_bool, check_integer, check_rows, check_tensor
+from .checks import check_bool, check_integer, check_rows, check_tensor, needs_grad
 from .first_order import first_order_only
 from .launch import benchmark_rows
 from .online_softmax import online_max_and_sum
@@ -130,27 +131,36 @@ def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
     return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
 
 
+def _forward(
+    logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
+) -> tuple[torch.Tensor, ...]:
+    """The mean loss, then what the backward pass needs besides the logits and targets:
+    each row's maximum and log-sum, and the number of rows that count."""
+    n_rows, n_cols = logits.shape
+    acc_torch, acc_triton = _accumulator(logits.dtype)
+    losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+    row_max = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+    log_sum = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+    cross_entropy_forward_kernel[(n_rows,)](
+        logits, targets, losses, row_max, log_sum, n_cols, ignore_index, ACC=acc_triton,
+        BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
+        num_warps=FORWARD_WARPS,
+    )  # fmt: skip
+    loss = torch.empty((), dtype=acc_torch, device=logits.device)
+    n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
+    mean_loss_kernel[(1,)](
+        losses, targets, loss, n_valid, n_rows, ignore_index,
+        BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
+    )  # fmt: skip
+    return loss, row_max, log_sum, n_valid
+
+
 class CrossEntropyFunction(torch.autograd.Function):
     """Autograd wiring: keeps the logits (already in memory) and one logsumexp per row."""
 
     @staticmethod
     def forward(ctx, logits, targets, ignore_index):
-        n_rows, n_cols = logits.shape
-        acc_torch, acc_triton = _accumulator(logits.dtype)
-        losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        row_max = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        log_sum = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        cross_entropy_forward_kernel[(n_rows,)](
-            logits, targets, losses, row_max, log_sum, n_cols, ignore_index, ACC=acc_triton,
-            BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
-            num_warps=FORWARD_WARPS,
-        )  # fmt: skip
-        loss = torch.empty((), dtype=acc_torch, device=logits.device)
-        n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
-        mean_loss_kernel[(1,)](
-            losses, targets, loss, n_valid, n_rows, ignore_index,
-            BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
-        )  # fmt: skip
+        loss, row_max, log_sum, n_valid = _forward(logits, targets, ignore_index)
         ctx.save_for_backward(logits, targets, row_max, log_sum, n_valid)
         ctx.ignore_index = ignore_index
         return loss
@@ -193,20 +203,29 @@ def cross_entropy(
     check_targets = check_bool("check_targets", check_targets)
     if logits.dim() != 2:
         raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")
-    if tuple(targets.shape) != (logits.shape[0],):
+    if targets.dim() != 1 or targets.shape[0] != logits.shape[0]:
         raise ValueError(
             f"targets has shape {tuple(targets.shape)}; it must be ({logits.shape[0]},), "
             "one class index per row of logits"
         )
-    n_classes = logits.shape[1]
-    if check_targets:
-        out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
-        if bool(out_of_range.any()):
-            bad = targets[out_of_range][0].item()
-            raise ValueError(
-                f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)"
-            )
-    return CrossEntropyFunction.apply(logits, targets, ignore_index)
+    if needs_grad(logits):
+        loss = CrossEntropyFunction.apply(logits, targets, ignore_index)
+    else:
+        loss = _forward(logits, targets, ignore_index)[0]
+    # The kernel reads a target outside the row as a NaN logit, so a bad target makes the
+    # loss NaN: reading the loss back (the one wait for the GPU) clears all the targets
+    # at once, and only a NaN loss, from a bad target or from the logits, has the targets
+    # looked at one by one.
+    if check_targets and math.isnan(loss.item()):
+        _check_target_range(targets, ignore_index, logits.shape[1])
+    return loss
+
+
+def _check_target_range(targets: torch.Tensor, ignore_index: int, n_classes: int) -> None:
+    out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
+    if bool(out_of_range.any()):
+        bad = targets[out_of_range][0].item()
+        raise ValueError(f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)")
 
 
 def torch_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -12,8 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_integer, check_real, check_tensor
+from .checks import check_integer, check_real, check_tensor, needs_grad
 from .first_order import first_order_only
+from .launch import cdiv
 from .spec import BenchmarkSpec
 
 # Not float64: Triton passes p and the scale 1 / (1 - p) to the kernel as float32
@@ -63,7 +64,7 @@ def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     n_elements = x.numel()
     if n_elements:
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+        grid = (cdiv(n_elements, BLOCK_SIZE),)
         dropout_kernel[grid](x, out, n_elements, p, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
     return out
 
@@ -93,7 +94,9 @@ def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     p, seed = _check_p_and_seed(p, seed)
     if x.numel() > MAX_ELEMENTS:
         raise ValueError(f"x has {x.numel()} elements; this kernel takes at most {MAX_ELEMENTS}")
-    return DropoutFunction.apply(x, p, seed)
+    if needs_grad(x):
+        return DropoutFunction.apply(x, p, seed)
+    return _launch(x, p, seed)
 
 
 # A reference Philox4x32-10 in PyTorch integer arithmetic, independent of Triton: it

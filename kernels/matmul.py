@@ -26,6 +26,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .checks import check_tensor, needs_grad
 from .first_order import first_order_only
+from .launch import cdiv, device_capability, launch_tuned, row_block
 from .runtime import interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
@@ -311,7 +312,7 @@ def tma_applies(*matrices: torch.Tensor) -> bool:
     have one (compute capability 9.0 and up; the interpreter emulates it) and when each
     matrix, as a descriptor sees it (a transposed operand as its transpose), has
     contiguous rows that do not overlap and start on 16-byte boundaries."""
-    if not interpreted() and torch.cuda.get_device_capability(matrices[0].device) < (9, 0):
+    if not interpreted() and device_capability(matrices[0].device) < (9, 0):
         return False
     return all(
         t.stride(1) == 1
@@ -323,7 +324,7 @@ def tma_applies(*matrices: torch.Tensor) -> bool:
 
 
 def _grid(M: int, N: int):
-    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    return lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
 
 
 def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -374,16 +375,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     # Each operand as a descriptor sees it: a transposed one as its transpose.
     a_rows = a.t() if layout["A_TRANSPOSED"] else a
     b_rows = b.t() if layout["B_TRANSPOSED"] else b
-    m_bucket = triton.next_power_of_2(M)
+    m_bucket = row_block(M)
     if tma_applies(a_rows, b_rows, c):
         # Placeholder tile shapes: the configuration's pre-hook sets the real ones.
         descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a_rows, b_rows, c)]
-        tuned_matmul_tma_kernel[_grid(M, N)](
-            *descriptors, M, N, K, m_bucket, ACTIVATION=activation, DTYPE=TRITON_DTYPES[a.dtype],
-            **layout,
+        launch_tuned(
+            tuned_matmul_tma_kernel, _grid(M, N), *descriptors, M, N, K, m_bucket,
+            ACTIVATION=activation, DTYPE=TRITON_DTYPES[a.dtype], **layout,
         )  # fmt: skip
     else:
-        tuned_matmul_kernel[_grid(M, N)](
+        launch_tuned(
+            tuned_matmul_kernel, _grid(M, N),
             a, b, c, M, N, K, m_bucket, *a.stride(), *b.stride(), *c.stride(),
             ACTIVATION=activation, **layout,
         )  # fmt: skip

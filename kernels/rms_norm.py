@@ -28,6 +28,7 @@ from .launch import (
     accumulator,
     as_rows,
     benchmark_rows,
+    cdiv,
     resident_programs,
     row_block,
     warps_for,
@@ -87,13 +88,14 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
     if needs_grad(x, weight):
         return RMSNormFunction.apply(x, weight, eps)
-    rows = as_rows(x)
-    out = torch.empty_like(rows)
-    n_rows, n_cols = rows.shape
+    # x is contiguous: its rows follow one another, and out, laid out as x, likewise.
+    out = torch.empty_like(x)
+    n_cols = x.shape[-1]
+    n_rows = x.numel() // n_cols
     if n_rows:
         block = row_block(n_cols)
         rms_norm_kernel[(n_rows,)](
-            rows,
+            x,
             weight,
             out,
             n_cols,
@@ -103,7 +105,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
             EVEN=block == n_cols,
             num_warps=_warps(block),
         )
-    return out.view_as(x)
+    return out
 
 
 @triton.jit
@@ -254,7 +256,7 @@ def _fused_backward(grad_rows, rows, weight, eps, dx):
     block = row_block(n_cols)
     rows_per_tile = max(1, BACKWARD_TILE // block)
     num_warps = warps_for(rows_per_tile * block)
-    n_tiles = triton.cdiv(n_rows, rows_per_tile)
+    n_tiles = cdiv(n_rows, rows_per_tile)
     n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
     partial_dw = torch.empty(
         n_partials, n_cols, dtype=_accumulator_dtype(rows.dtype), device=rows.device
@@ -278,9 +280,9 @@ def _two_kernel_backward(grad_rows, rows, weight, eps, dx):
         BLOCK_SIZE=INPUT_GRAD_BLOCK, EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
         num_warps=warps_for(INPUT_GRAD_BLOCK, per_thread=16),
     )  # fmt: skip
-    n_chunks = triton.cdiv(n_rows, ROWS_PER_CHUNK)
+    n_chunks = cdiv(n_rows, ROWS_PER_CHUNK)
     partial_dw = torch.empty(n_chunks, n_cols, dtype=acc_dtype, device=rows.device)
-    rms_norm_weight_grad_kernel[(triton.cdiv(n_cols, STRIP_COLS), n_chunks)](
+    rms_norm_weight_grad_kernel[(cdiv(n_cols, STRIP_COLS), n_chunks)](
         grad_rows, rows, inv_rms, partial_dw, n_rows, n_cols,
         ROWS_PER_PROGRAM=ROWS_PER_CHUNK, BLOCK_ROWS=STRIP_ROWS, BLOCK_COLS=STRIP_COLS,
     )  # fmt: skip

@@ -135,31 +135,33 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     check_rows("x", x, ROW_DTYPES)
     if needs_grad(x):
         return SoftmaxFunction.apply(x)
-    rows = as_rows(x)
-    out = torch.empty_like(rows)
-    n_rows, n_cols = rows.shape
+    # x is contiguous, so its rows follow one another in memory: the kernels need only
+    # the row length, and out, laid out as x, takes the same offsets.
+    out = torch.empty_like(x)
+    n_cols = x.shape[-1]
+    n_rows = x.numel() // n_cols
     if n_rows == 0:
-        return out.view_as(x)
+        return out
     acc = accumulator(x.dtype)
     if n_cols > MAX_FUSED_COLS:
         softmax_looped_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK,
+            x, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK,
             EVEN=n_cols % LOOP_BLOCK == 0, num_warps=LOOP_WARPS,
         )  # fmt: skip
-        return out.view_as(x)
+        return out
     block = row_block(n_cols)
     if block >= PREFETCH_FROM:
         programs = resident_programs(n_rows, PREFETCH_WARPS, x.device)
         softmax_prefetch_kernel[(programs,)](
-            rows, out, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            x, out, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
             num_warps=PREFETCH_WARPS,
         )  # fmt: skip
     else:
         softmax_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            x, out, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
             num_warps=warps_for(block, VALUES_PER_THREAD),
         )  # fmt: skip
-    return out.view_as(x)
+    return out
 
 
 # The backward kernel holds two rows, y and dy: rows up to this length stay whole in

@@ -18,6 +18,7 @@ from .checks import (
     check_tensor,
     needs_grad,
 )
+from .launch import cdiv
 from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -78,7 +79,7 @@ def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> to
     if n_elements == 0:
         return out
     # One program per tile; cdiv rounds up so the tail tile is launched too.
-    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+    grid = (cdiv(n_elements, BLOCK_SIZE),)
     add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
     return out
 
