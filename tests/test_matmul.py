@@ -12,7 +12,7 @@ import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import matmul
+from kernels import launch, matmul
 from kernels.bench import check
 
 HALF = (torch.float16, torch.bfloat16)
@@ -241,9 +241,11 @@ def fresh_autotune_cache():
     caches hold only its keys."""
     for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
         kernel.cache.clear()
+    launch._chosen.clear()  # launch_tuned's own record of the autotuners' choices
     yield
     for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
         kernel.cache.clear()
+    launch._chosen.clear()
 
 
 @pytest.mark.parametrize(
