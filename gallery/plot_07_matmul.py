@@ -349,8 +349,8 @@ table
 # waits on memory, and no rate near the ceiling is possible for anyone. Every candidate
 # tile also has at least 64 rows, so with 16 rows most of each tile is padding that the
 # tensor cores multiply anyway, and the grid is a single row of tiles: at most 128
-# programs (with 64-column tiles) for 132 SMs. The table gives each library's rate as
-# ``M`` grows.
+# programs (with 64-column tiles) for 132 SMs. The table gives Triton's rate and its
+# ratio to cuBLAS as ``M`` grows.
 #
 # .. dropdown:: Engineering notes
 #
