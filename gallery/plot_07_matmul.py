@@ -416,7 +416,7 @@ table
 # that the programs stream the weight at the memory's rate. For at most 64 rows the
 # candidates include tiles of 16 and 32 rows, which multiply little padding, and tiles
 # of 32 to 128 columns: the grid is a single row of tiles, 64 to 256 programs for 132
-# SMs. The table gives each library's rate as ``M`` grows.
+# SMs. The table gives Triton's rate and its ratio to cuBLAS as ``M`` grows.
 #
 # .. dropdown:: Engineering notes
 #

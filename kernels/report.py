@@ -87,6 +87,16 @@ class ResultTable:
         return "\n".join(parts)
 
 
+def _down(value: float, decimals: int) -> float:
+    """``value`` rounded down to ``decimals`` places (NaN stays NaN)."""
+    return value if math.isnan(value) else math.floor(value * 10**decimals) / 10**decimals
+
+
+def _share(value: float) -> str:
+    """A share as a percentage with one decimal, rounded down."""
+    return f"{_down(100 * value, 1):.1f}%"
+
+
 def _amount(value: float) -> str:
     """A work threshold as a short number: ``256``, ``1,024``, ``0.5``."""
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
@@ -115,41 +125,47 @@ def results_table(
     if metric == "GB/s":
         unit, scale, work_label, verb = "MB", 1e6, "MB/call", "moves"
     else:
-        unit, scale, work_label, verb = "GFLOP", 1e9, "GFLOP", "needs"
+        unit, scale, work_label, verb = "GFLOP", 1e9, "GFLOP/call", "needs"
     caption = [
-        f"Sizes where one call {verb} at least {_amount(min_work / scale)} {unit} ({metric}):"
+        f"Sizes where one call {verb} at least {_amount(min_work / scale)} {unit}:"
         if min_work > 0
-        else f"Every measured size ({metric}):"
+        else "Every measured size:"
     ]
+    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
+    baseline = against or f"the {best}"
+    caption.append(
+        f"Triton vs {against or 'it'}: Triton's rate divided by {baseline}'s "
+        "(above 1.00x, Triton is faster)."
+    )
     # Against one named baseline, its name heads the ratio's column; else a column says
     # which baseline was the faster at each size.
-    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
     ratio_columns = [f"Triton vs {against}"] if against else [best, "Triton vs it"]
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
     goals = []
+    targets = []
     if ceiling_goal is not None:
         pct = f"{ceiling_goal:.0%}"
         goals.append((f"Ceiling goal ({pct})", f"goal {pct}", "of_ceiling", ceiling_goal))
+        targets.append(f"at least {pct} of the ceiling")
     if baseline_goal is not None:
         ratio = f"{baseline_goal:.2f}x"
         goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
+        targets.append(f"at least {ratio} {baseline}'s rate")
     if goals:
-        kinds = []
-        if ceiling_goal is not None:
-            kinds.append("a share of the ceiling")
-        if baseline_goal is not None:
-            kinds.append(f"a ratio to {against or 'the ' + best}")
-        label = "Goals" if len(kinds) > 1 else "Goal"
-        caption.append(f"{label}: {', '.join(kinds)}; met in this run?")
+        label = "Goals" if len(goals) > 1 else "Goal"
+        caption.append(
+            f"{label}: {' and '.join(targets)}; each goal column says met or MISSED in this run."
+        )
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
     if with_copy:
         caption.append(
-            "'copy': a same-size copy, moving as many bytes as one call, timed alike "
-            "(share of the ceiling)."
+            "copy: a plain device copy of as many bytes as one call moves, timed the same "
+            "way, as a share of the ceiling."
         )
-    header = [x_name, work_label, "Triton", "of ceiling", *(["copy"] if with_copy else []),
-              *ratio_columns, *(heading for _, heading, _, _ in goals)]  # fmt: skip
+    header = [x_name, work_label, f"Triton {metric}", "of ceiling",
+              *(["copy"] if with_copy else []), *ratio_columns,
+              *(heading for _, heading, _, _ in goals)]  # fmt: skip
     met_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
     missed_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
     rows = []
@@ -159,11 +175,14 @@ def results_table(
             met = row[key] >= target
             (met_at if met else missed_at)[name].append(row["size"])
             verdicts.append("met" if met else "MISSED")
+        # Shares and ratios are shown rounded down, so that a goal shown as reached is
+        # reached (0.998x prints as 0.99x, not as a 1.00x that MISSED 1.00x).
         rows.append([
             f"{row['size']:,}", f"{row['work'] / scale:,.0f}", f"{row['triton']:,.0f}",
-            f"{row['of_ceiling']:.1%}",
-            *([f"{row['copy_of_ceiling']:.1%}"] if with_copy else []),
-            *([] if against else [row["best_baseline"]]), f"{row['vs_best']:.2f}x", *verdicts,
+            _share(row["of_ceiling"]),
+            *([_share(row["copy_of_ceiling"])] if with_copy else []),
+            *([] if against else [row["best_baseline"]]), f"{_down(row['vs_best'], 2):.2f}x",
+            *verdicts,
         ])  # fmt: skip
     notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
     # Where a line of the figure has gaps, or is missing, and why (the record's words).

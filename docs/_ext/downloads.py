@@ -48,8 +48,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 for number in plt.get_fignums():
-    plt.figure(number).savefig(f"{Path(__file__).stem}_{number}.png")
-    print(f"saved {Path(__file__).stem}_{number}.png")
+    saved = Path(__file__).with_name(f"{Path(__file__).stem}_{number}.png")
+    plt.figure(number).savefig(saved)
+    print(f"saved {saved}")
 plt.show()
 """
 
