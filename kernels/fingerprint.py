@@ -58,7 +58,12 @@ def _absolute(node: ast.ImportFrom) -> str:
     modules of the package write it) read as absolute within the package."""
     if node.level == 0:
         return node.module or ""
-    return f"{PACKAGE}.{node.module}" if node.module else PACKAGE
+    return _in_package(node.module or "")
+
+
+def _in_package(relative: str) -> str:
+    """The package module that ``from .relative`` names (the package itself for ``.``)."""
+    return f"{PACKAGE}.{relative}" if relative else PACKAGE
 
 
 def closure(modules: Iterable[str]) -> list[str]:
@@ -118,8 +123,7 @@ _RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+\.(\w*)\s+import\b")
 
 
 def _as_absolute(match: re.Match[str]) -> str:
-    module = f"{PACKAGE}.{match.group(2)}" if match.group(2) else PACKAGE
-    return f"{match.group(1)}from {module} import"
+    return f"{match.group(1)}from {_in_package(match.group(2))} import"
 
 
 def file_digests(modules: Iterable[str]) -> dict[str, str]:

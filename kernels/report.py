@@ -87,14 +87,15 @@ class ResultTable:
         return "\n".join(parts)
 
 
-def _down(value: float, decimals: int) -> float:
-    """``value`` rounded down to ``decimals`` places (NaN stays NaN)."""
+def round_down(value: float, decimals: int) -> float:
+    """``value`` rounded down to ``decimals`` places (NaN stays NaN): a share or ratio
+    printed this way is never more than was measured, so "met" and "or more" stay true."""
     return value if math.isnan(value) else math.floor(value * 10**decimals) / 10**decimals
 
 
 def _share(value: float) -> str:
     """A share as a percentage with one decimal, rounded down."""
-    return f"{_down(100 * value, 1):.1f}%"
+    return f"{round_down(100 * value, 1):.1f}%"
 
 
 def _amount(value: float) -> str:
@@ -181,7 +182,7 @@ def results_table(
             f"{row['size']:,}", f"{row['work'] / scale:,.0f}", f"{row['triton']:,.0f}",
             _share(row["of_ceiling"]),
             *([_share(row["copy_of_ceiling"])] if with_copy else []),
-            *([] if against else [row["best_baseline"]]), f"{_down(row['vs_best'], 2):.2f}x",
+            *([] if against else [row["best_baseline"]]), f"{round_down(row['vs_best'], 2):.2f}x",
             *verdicts,
         ])  # fmt: skip
     notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
