@@ -113,6 +113,23 @@ def relative_error(out: Output, reference: Output) -> float:
     return worst
 
 
+def tolerance(out: Output, reference: Output, dtype: torch.dtype) -> float:
+    """The relative error allowed for ``out``: the dtype's tolerance, or twice the error of
+    the float64 reference itself stored in the output's dtype, if that is larger.
+
+    The second term is the error no kernel can avoid. A float16 softmax over 151,936
+    columns returns values near 1/151,936, below float16's smallest normal number, where
+    only a few bits are left: rounding the exact answer already loses more than 1e-3.
+    """
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = reference if isinstance(reference, tuple) else (reference,)
+    rounded = tuple(
+        ref.to(one.dtype) if one.is_floating_point() else ref
+        for one, ref in zip(outs, refs, strict=True)
+    )
+    return max(RELATIVE_TOLERANCE[dtype], 2 * relative_error(rounded, refs))
+
+
 def _float64_copy(tensor: torch.Tensor) -> torch.Tensor:
     # A copy even where the tensor is float64 already, or not a float tensor.
     return tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor.clone()
@@ -160,7 +177,7 @@ def check(
     compare with the reference evaluated in float64 on the same device (for a backward
     benchmark, compare the gradients).
 
-    Raises :class:`CorrectnessError` if the relative error exceeds the dtype's tolerance.
+    Raises :class:`CorrectnessError` if the relative error exceeds :func:`tolerance`.
     """
     dtype = dtype or spec.dtype
     device = kernel_device()
@@ -173,15 +190,15 @@ def check(
     out = evaluate(spec, provider or spec.triton, inputs)
     reference = evaluate(spec, spec.reference or spec.torch_eager, reference_inputs)
     error = relative_error(out, reference)
-    tolerance = RELATIVE_TOLERANCE[dtype]
-    if not error <= tolerance:
+    allowed = tolerance(out, reference, dtype)
+    if not error <= allowed:
         raise CorrectnessError(
             f"{spec.name} [{provider_name}] at {spec.x_name}={size:,} ({dtype}): relative error "
-            f"{error:.2e} exceeds {tolerance:.0e} against the float64 reference",
+            f"{error:.2e} exceeds {allowed:.0e} against the float64 reference",
             error,
-            tolerance,
+            allowed,
         )
-    return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, tolerance)
+    return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, allowed)
 
 
 def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -428,3 +428,20 @@ def test_a_stale_record_fails_naming_the_file_and_what_changed(
         bench.measure_or_load(vector_add.BENCHMARK)
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
     assert bench.measure_or_load(vector_add.BENCHMARK).placeholder
+
+
+def test_tolerance_allows_what_rounding_the_exact_answer_to_the_dtype_costs() -> None:
+    # A float16 softmax over a vocabulary: values near 1/151,936 are float16 subnormals,
+    # where storing the exact answer alone loses more than the float16 tolerance.
+    generator = torch.Generator().manual_seed(0)
+    reference = torch.softmax(torch.randn(4, 151_936, generator=generator, dtype=torch.float64), -1)
+    stored = reference.half()
+    assert bench.relative_error(stored, reference) > bench.RELATIVE_TOLERANCE[torch.float16]
+    allowed = bench.tolerance(stored, reference, torch.float16)
+    assert bench.relative_error(stored, reference) <= allowed
+    # ... and no more than twice that: an output off by three roundings still fails.
+    off = (reference + 3 * (stored.double() - reference)).half()
+    assert bench.relative_error(off, reference) > allowed
+    # Where the dtype represents the answer well, the table's tolerance stands.
+    normal = torch.rand(1000, generator=generator, dtype=torch.float64) + 1
+    assert bench.tolerance(normal.half(), normal, torch.float16) == 1e-3
