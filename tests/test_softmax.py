@@ -28,7 +28,8 @@ def test_prefetch_path_for_32k_rows(n_cols: int) -> None:
     # More rows than programs, so each program prefetches past its first row, and one
     # program's last prefetch falls past the last row.
     assert softmax.PREFETCH_FROM <= triton.next_power_of_2(n_cols) <= softmax.MAX_FUSED_COLS
-    n_rows = 5
+    # (5 rows in the interpreter; on a GPU, one more than its resident programs.)
+    n_rows = resident_programs(2**31, softmax.PREFETCH_WARPS, DEVICE) + 1
     assert resident_programs(n_rows, softmax.PREFETCH_WARPS, DEVICE) < n_rows
     x = randn(n_rows, n_cols, seed=n_cols)
     assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
