@@ -10,6 +10,7 @@ per row; the backward kernel reads the logits again and writes the gradient
 """
 
 import dataclasses
+import functools
 import math
 
 import torch
@@ -17,10 +18,11 @@ import triton
 import triton.language as tl
 
 from . import liger
+from .aligned_rows import align_for, row_parts
 from .checks import check_bool, check_integer, check_rows, check_tensor, needs_grad
 from .first_order import first_order_only
 from .launch import benchmark_rows
-from .online_softmax import online_max_and_sum
+from .online_softmax import online_max_and_sum, online_max_and_sum_unaligned
 from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -50,14 +52,23 @@ def cross_entropy_forward_kernel(
     BLOCK_SIZE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
+    STATS: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * n_cols
     # Online logsumexp: one pass over the row, nothing row-sized is stored. EVEN: the
-    # row is a whole number of tiles, so the loads need no mask.
-    running_max, running_sum = online_max_and_sum(
-        row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
-    )
+    # row is a whole number of tiles, so the loads need no mask. ALIGN > 1: rows do not
+    # all start on a 16-byte boundary (a vocabulary of 50,257), and are walked in three
+    # parts so that most loads are vectors (kernels/aligned_rows.py).
+    if ALIGN > 1:
+        running_max, running_sum = online_max_and_sum_unaligned(
+            logits_ptr, row * n_cols, n_cols, ACC, BLOCK_SIZE, ALIGN, ""
+        )
+    else:
+        running_max, running_sum = online_max_and_sum(
+            row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
+        )
     # logsumexp = max + log(sum). The two are kept apart: with logits near 1e6 their sum
     # rounds to a multiple of 1/16 in float32, which would shift every probability by up
     # to 3%, while (logit - max) + log(sum) keeps the digits that matter.
@@ -68,8 +79,10 @@ def cross_entropy_forward_kernel(
     in_range = (target >= 0) & (target < n_cols)
     target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
     tl.store(losses_ptr + row, tl.where(valid, (running_max - target_logit) + log_sum, 0.0))
-    tl.store(max_ptr + row, running_max)
-    tl.store(log_sum_ptr + row, log_sum)
+    # STATS: there will be a backward pass, which needs the two parts of the logsumexp.
+    if STATS:
+        tl.store(max_ptr + row, running_max)
+        tl.store(log_sum_ptr + row, log_sum)
 
 
 @triton.jit
@@ -86,8 +99,34 @@ def mean_loss_kernel(
         targets = tl.load(targets_ptr + rows, mask=mask, other=ignore_index)
         count += (targets != ignore_index).to(tl.int32)
     n_valid = tl.sum(count, axis=0)
-    tl.store(n_valid_ptr, n_valid)
+    # None (a compile-time constant) when no backward pass needs the count.
+    if n_valid_ptr is not None:
+        tl.store(n_valid_ptr, n_valid)
     tl.store(loss_ptr, tl.sum(total, axis=0) / n_valid)
+
+
+@triton.jit
+def _gradient_part(
+    logits_ptr,
+    dlogits_ptr,
+    base,
+    offsets,
+    first_col,
+    mask,
+    target,
+    row_max,
+    log_sum,
+    scale,
+    ACC: tl.constexpr,
+):
+    # The gradient of the values at base + offsets, columns first_col + offsets of the row.
+    # Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
+    # when the row's logits are far below 0.
+    x = tl.load(logits_ptr + base + offsets, mask=mask, other=-float("inf")).to(ACC)
+    # x - max is exact for nearby values, and at most 0: exp() cannot overflow.
+    probability = tl.exp((x - row_max) - log_sum)
+    grad = (probability - tl.where(first_col + offsets == target, 1.0, 0.0)) * scale
+    tl.store(dlogits_ptr + base + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -103,6 +142,7 @@ def cross_entropy_backward_kernel(
     ignore_index,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
@@ -113,41 +153,60 @@ def cross_entropy_backward_kernel(
     # both scalars are read on the device, so the host never waits for them.
     scale = tl.load(grad_loss_ptr).to(ACC) / tl.load(n_valid_ptr).to(ACC)
     scale = tl.where(target != ignore_index, scale, 0.0)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        offsets = start + cols
-        mask = offsets < n_cols
-        # Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
-        # when the row's logits are far below 0.
-        x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=-float("inf")).to(ACC)
-        # x - max is exact for nearby values, and at most 0: exp() cannot overflow.
-        probability = tl.exp((x - row_max) - log_sum)
-        grad = (probability - tl.where(offsets == target, 1.0, 0.0)) * scale
-        tl.store(
-            dlogits_ptr + row * n_cols + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask
-        )
+    row_offset = row * n_cols
+    if ALIGN > 1:
+        # Rows that do not start on a 16-byte boundary: head, body in vectors, tail.
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        _gradient_part(logits_ptr, dlogits_ptr, row_offset, edge, 0, edge < head, target,
+                       row_max, log_sum, scale, ACC)  # fmt: skip
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _gradient_part(logits_ptr, dlogits_ptr, body_start + start, cols, head + start,
+                           body_mask, target, row_max, log_sum, scale, ACC)  # fmt: skip
+        _gradient_part(logits_ptr, dlogits_ptr, body_start + body_len, edge, head + body_len,
+                       edge < tail_len, target, row_max, log_sum, scale, ACC)  # fmt: skip
+    else:
+        for start in range(0, n_cols, BLOCK_SIZE):
+            _gradient_part(logits_ptr, dlogits_ptr, row_offset + start, cols, start,
+                           start + cols < n_cols, target, row_max, log_sum, scale, ACC)  # fmt: skip
 
 
 def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
     return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
 
 
+@functools.cache
+def forward_options(dtype: torch.dtype, n_cols: int, stats: bool) -> dict[str, object]:
+    """The compile-time arguments of :func:`cross_entropy_forward_kernel` for rows of
+    ``n_cols`` logits of ``dtype``; ``stats``: store each row's maximum and log-sum."""
+    return {"ACC": _accumulator(dtype)[1], "BLOCK_SIZE": BLOCK_SIZE,
+            "NUM_STAGES": FORWARD_STAGES, "EVEN": n_cols % BLOCK_SIZE == 0,
+            "ALIGN": align_for(dtype, n_cols), "STATS": stats,
+            "num_warps": FORWARD_WARPS}  # fmt: skip
+
+
 def _forward(
-    logits: torch.Tensor, targets: torch.Tensor, ignore_index: int
+    logits: torch.Tensor, targets: torch.Tensor, ignore_index: int, stats: bool = True
 ) -> tuple[torch.Tensor, ...]:
-    """The mean loss, then what the backward pass needs besides the logits and targets:
-    each row's maximum and log-sum, and the number of rows that count."""
+    """The mean loss, then (``stats``) what the backward pass needs besides the logits
+    and targets: each row's maximum and log-sum, and the number of rows that count.
+    Without ``stats`` those three are not computed, nor allocated (each allocation is
+    a microsecond or two of the host's time), and come back as None."""
     n_rows, n_cols = logits.shape
-    acc_torch, acc_triton = _accumulator(logits.dtype)
-    losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-    row_max = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-    log_sum = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
+    acc_torch = _accumulator(logits.dtype)[0]
+    device = logits.device
+    losses = torch.empty(n_rows, dtype=acc_torch, device=device)
+    loss = torch.empty((), dtype=acc_torch, device=device)
+    row_max = log_sum = n_valid = None
+    if stats:
+        row_max = torch.empty(n_rows, dtype=acc_torch, device=device)
+        log_sum = torch.empty(n_rows, dtype=acc_torch, device=device)
+        n_valid = torch.empty((), dtype=torch.int32, device=device)
     cross_entropy_forward_kernel[(n_rows,)](
-        logits, targets, losses, row_max, log_sum, n_cols, ignore_index, ACC=acc_triton,
-        BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
-        num_warps=FORWARD_WARPS,
+        logits, targets, losses, row_max if stats else losses, log_sum if stats else losses,
+        n_cols, ignore_index, **forward_options(logits.dtype, n_cols, stats),
     )  # fmt: skip
-    loss = torch.empty((), dtype=acc_torch, device=logits.device)
-    n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
     mean_loss_kernel[(1,)](
         losses, targets, loss, n_valid, n_rows, ignore_index,
         BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
@@ -174,7 +233,7 @@ class CrossEntropyFunction(torch.autograd.Function):
         cross_entropy_backward_kernel[(n_rows,)](
             logits, targets, row_max, log_sum, grad_loss, n_valid, dlogits, n_cols,
             ctx.ignore_index, ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=BACKWARD_WARPS,
+            ALIGN=align_for(logits.dtype, n_cols), num_warps=BACKWARD_WARPS,
         )  # fmt: skip
         return dlogits, None, None
 
@@ -211,7 +270,7 @@ def cross_entropy(
     if needs_grad(logits):
         loss = CrossEntropyFunction.apply(logits, targets, ignore_index)
     else:
-        loss = _forward(logits, targets, ignore_index)[0]
+        loss = _forward(logits, targets, ignore_index, stats=False)[0]
     # The kernel reads a target outside the row as a NaN logit, so a bad target makes the
     # loss NaN: reading the loss back (the one wait for the GPU) clears all the targets
     # at once, and only a NaN loss, from a bad target or from the logits, has the targets

@@ -119,8 +119,9 @@ def add_case(device: torch.device) -> LaunchCase:
     out = torch.empty_like(x)
     grid = (triton.cdiv(ELEMENTS, vector_add.BLOCK_SIZE),)
     bare = _launch(
-        vector_add.add_kernel, grid, x, y, out, ELEMENTS, BLOCK_SIZE=vector_add.BLOCK_SIZE
-    )
+        vector_add.add_tail_apart_kernel, grid, x, y, out, ELEMENTS,
+        BLOCK_SIZE=vector_add.BLOCK_SIZE,
+    )  # fmt: skip
     return LaunchCase(
         inputs=_describe(x=x, y=y),
         triton=lambda: vector_add.add(x, y),
@@ -173,12 +174,11 @@ def rms_norm_case(device: torch.device) -> LaunchCase:
     """:func:`kernels.rms_norm.rms_norm` against ``torch.nn.functional.rms_norm``."""
     x, weight = _randn((ROWS, COLS), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
-    block = row_block(COLS)
-    # The launcher's own choice of warps, so that the same kernel is compiled and run.
-    warps = rms_norm._warps(block)
+    # The launcher's own grid and options, so that the same kernel is compiled and run.
+    grid, options = rms_norm.forward_launch(ROWS, COLS)
     bare = _launch(
-        rms_norm.rms_norm_kernel, (ROWS,), x, weight, out, COLS, RMS_EPS,
-        ACC=accumulator(x.dtype), BLOCK_SIZE=block, EVEN=block == COLS, num_warps=warps,
+        rms_norm.rms_norm_kernel, grid, x, weight, out, ROWS, COLS, RMS_EPS,
+        ACC=accumulator(x.dtype), **options,
     )  # fmt: skip
     return LaunchCase(
         inputs=_describe(x=x, weight=weight),
@@ -194,13 +194,11 @@ def layer_norm_case(device: torch.device) -> LaunchCase:
     (forward only: the inputs need no gradient)."""
     x, weight, bias = _randn((ROWS, COLS), (COLS,), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
-    mean = torch.empty(ROWS, dtype=torch.float32, device=device)
-    rstd = torch.empty_like(mean)
-    block = row_block(COLS)
+    # Without a gradient to compute, the launcher keeps no statistics: nor does this.
+    grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype, stats=False)
     bare = _launch(
-        layer_norm.layer_norm_forward_kernel, (ROWS,), x, weight, bias, out, mean, rstd, COLS,
-        LAYER_NORM_EPS, ACC=accumulator(x.dtype), BLOCK_SIZE=block, EVEN=block == COLS,
-        num_warps=warps_for(block, most=layer_norm.FORWARD_MOST_WARPS),
+        layer_norm.layer_norm_forward_kernel, grid, x, weight, bias, out, out, out, ROWS, COLS,
+        LAYER_NORM_EPS, **options,
     )  # fmt: skip
     return LaunchCase(
         inputs=_describe(x=x, weight=weight, bias=bias),
@@ -218,20 +216,17 @@ def cross_entropy_case(device: torch.device) -> LaunchCase:
     losses, then their mean."""
     (logits,) = _randn((ROWS, COLS), dtype=torch.float32, device=device)
     targets = torch.arange(ROWS, device=device) * (COLS // ROWS)  # one class per row, in range
-    acc_torch, acc_triton = cross_entropy._accumulator(logits.dtype)
+    acc_torch = cross_entropy._accumulator(logits.dtype)[0]
     losses = torch.empty(ROWS, dtype=acc_torch, device=device)
-    row_max, log_sum = torch.empty_like(losses), torch.empty_like(losses)
     loss = torch.empty((), dtype=acc_torch, device=device)
-    n_valid = torch.empty((), dtype=torch.int32, device=device)
     ignore = cross_entropy.IGNORE_INDEX
+    # Without a gradient to compute, the launcher keeps no statistics: nor does this.
     row_losses = _launch(
-        cross_entropy.cross_entropy_forward_kernel, (ROWS,), logits, targets, losses, row_max,
-        log_sum, COLS, ignore, ACC=acc_triton, BLOCK_SIZE=cross_entropy.BLOCK_SIZE,
-        NUM_STAGES=cross_entropy.FORWARD_STAGES, EVEN=COLS % cross_entropy.BLOCK_SIZE == 0,
-        num_warps=cross_entropy.FORWARD_WARPS,
+        cross_entropy.cross_entropy_forward_kernel, (ROWS,), logits, targets, losses, losses,
+        losses, COLS, ignore, **cross_entropy.forward_options(logits.dtype, COLS, stats=False),
     )  # fmt: skip
     mean_loss = _launch(
-        cross_entropy.mean_loss_kernel, (1,), losses, targets, loss, n_valid, ROWS, ignore,
+        cross_entropy.mean_loss_kernel, (1,), losses, targets, loss, None, ROWS, ignore,
         BLOCK_SIZE=cross_entropy.MEAN_BLOCK, num_warps=cross_entropy.MEAN_WARPS,
     )  # fmt: skip
 

@@ -13,6 +13,7 @@ column strips, for the weight and bias gradients.
 """
 
 import dataclasses
+import functools
 
 import torch
 import triton
@@ -47,28 +48,41 @@ def layer_norm_forward_kernel(
     out_ptr,
     mean_ptr,
     rstd_ptr,
+    n_rows,
     n_cols,
     eps,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ROWS: tl.constexpr,
     EVEN: tl.constexpr,
+    STATS: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
+    # ROWS rows per program, one per line of a (ROWS, BLOCK_SIZE) tile: a short row
+    # (768 values are 1.5 KiB in bfloat16) is too little work for a program, whose
+    # reductions wait on each other's warps; several rows share those waits and one
+    # load of the weight and bias.
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
-    # EVEN: the row fills the tile, so the mask is the constant True and compiles away.
-    mask = (cols < n_cols) | EVEN
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(ACC)
-    mean = tl.sum(x, axis=0) / n_cols
+    row_mask = rows < n_rows
+    # EVEN: the row fills the tile, so the column mask is the constant True and
+    # compiles away (the row mask is the same along a row: it does not stop vector loads).
+    col_mask = (cols < n_cols) | EVEN
+    mask = row_mask[:, None] & col_mask[None, :]
+    offsets = rows[:, None] * n_cols + cols[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    mean = tl.sum(x, axis=1) / n_cols
     # Padding lanes must not add (0 - mean)**2 to the variance.
-    centred = tl.where(mask, x - mean, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
-    weight = tl.load(weight_ptr + cols, mask=mask).to(ACC)
-    bias = tl.load(bias_ptr + cols, mask=mask).to(ACC)
-    y = centred * rstd * weight + bias
-    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
-    # Two numbers per row are all the backward pass needs besides x.
-    tl.store(mean_ptr + row, mean)
-    tl.store(rstd_ptr + row, rstd)
+    centred = tl.where(mask, x - mean[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=1) / n_cols + eps)
+    weight = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
+    bias = tl.load(bias_ptr + cols, mask=col_mask).to(ACC)
+    y = centred * rstd[:, None] * weight[None, :] + bias[None, :]
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # Two numbers per row are all the backward pass needs besides x. STATS: there will
+    # be a backward pass (without one, nothing is stored and nothing allocated for them).
+    if STATS:
+        tl.store(mean_ptr + rows, mean, mask=row_mask)
+        tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
 
 @triton.jit
@@ -195,6 +209,9 @@ def layer_norm_weight_grads_kernel(
 # The forward kernel gives each thread about 32 values, with at most 8 warps: on an
 # H200 at 16K values, 8 warps ran at 94% of the copy ceiling, 16 at 93%, 32 at 60%.
 FORWARD_MOST_WARPS = 8
+# Values a forward program takes: rows of fewer values are taken several at a time
+# (a guess from the shape of the problem, not yet swept on a GPU).
+FORWARD_TILE = 4096
 # Rows of fewer values than this are taken several at a time in the backward pass.
 BACKWARD_TILE = 8192
 # Warps each multiprocessor is given by the persistent backward kernel: more hide
@@ -213,29 +230,42 @@ STRIP_ROWS = 16
 ROWS_PER_CHUNK = 512
 
 
-def _forward(x, weight, bias, eps):
+@functools.cache
+def forward_launch(
+    n_rows: int, n_cols: int, dtype: torch.dtype, stats: bool
+) -> tuple[tuple[int], dict[str, object]]:
+    """The grid and the compile-time arguments of :func:`layer_norm_forward_kernel` for
+    ``n_rows`` rows of ``n_cols`` values of ``dtype``; ``stats``: store each row's mean
+    and inverse standard deviation. Worked out once per shape."""
+    block = row_block(n_cols)
+    rows = max(1, FORWARD_TILE // block)
+    options = {
+        "ACC": accumulator(dtype),
+        "BLOCK_SIZE": block,
+        "ROWS": rows,
+        "EVEN": block == n_cols,
+        "STATS": stats,
+        "num_warps": warps_for(rows * block, most=FORWARD_MOST_WARPS),
+    }
+    return (cdiv(n_rows, rows),), options
+
+
+def _forward(x, weight, bias, eps, stats=True):
     # x is contiguous: its rows follow one another, and out, laid out as x, likewise.
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
-    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     out = torch.empty_like(x)
-    mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
-    rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    if stats:
+        acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+        rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    else:
+        # Not written by a kernel compiled with STATS=False: any pointer will do.
+        mean = rstd = out
     if n_rows:
-        block = row_block(n_cols)
-        layer_norm_forward_kernel[(n_rows,)](
-            x,
-            weight,
-            bias,
-            out,
-            mean,
-            rstd,
-            n_cols,
-            eps,
-            ACC=accumulator(x.dtype),
-            BLOCK_SIZE=block,
-            EVEN=block == n_cols,
-            num_warps=warps_for(block, most=FORWARD_MOST_WARPS),
+        grid, options = forward_launch(n_rows, n_cols, x.dtype, stats)
+        layer_norm_forward_kernel[grid](
+            x, weight, bias, out, mean, rstd, n_rows, n_cols, eps, **options
         )
     return out, mean, rstd
 
@@ -351,7 +381,7 @@ def layer_norm(
         return LayerNormFunction.apply(x, weight, bias, eps)
     # Without a gradient to record, autograd's Function machinery is skipped, and with
     # it a few microseconds per call.
-    return _forward(x, weight, bias, eps)[0]
+    return _forward(x, weight, bias, eps, stats=False)[0]
 
 
 def torch_layer_norm(

@@ -14,6 +14,7 @@ backward pass reads anyway, so the forward pass stores nothing for it.
 """
 
 import dataclasses
+import functools
 
 import torch
 import triton
@@ -36,6 +37,9 @@ from .launch import (
 from .spec import BenchmarkSpec
 
 MAX_COLS = 65536
+# Values a forward program takes: rows of fewer values are taken several at a time
+# (a guess from the shape of the problem, not yet swept on a GPU).
+FORWARD_TILE = 4096
 
 
 def _warps(block: int) -> int:
@@ -50,32 +54,45 @@ def rms_norm_kernel(
     x_ptr,
     weight_ptr,
     out_ptr,
+    n_rows,
     n_cols,
     eps,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ROWS: tl.constexpr,
     EVEN: tl.constexpr,
 ):
-    # One program per row. EVEN: the row fills the tile, so the mask is the constant
-    # True and compiles away.
-    row = tl.program_id(0).to(tl.int64)
+    # ROWS rows per program, one per line of a (ROWS, BLOCK_SIZE) tile: short rows are
+    # too little work for one program (see LayerNorm's forward kernel). EVEN: the row
+    # fills the tile, so the column mask is the constant True and compiles away.
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
-    mask = (cols < n_cols) | EVEN
-    # The row is read for the sum of squares, marked to stay in cache...
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(
-        ACC
-    )
+    col_mask = (cols < n_cols) | EVEN
+    mask = (rows < n_rows)[:, None] & col_mask[None, :]
+    offsets = rows[:, None] * n_cols + cols[None, :]
+    # The rows are read for the sum of squares, marked to stay in cache...
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
     # Padding lanes hold zeros, which add nothing to the sum of squares.
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
-    x = tl.load(
-        x_ptr + row * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_first"
-    ).to(ACC)
-    weight = tl.load(weight_ptr + cols, mask=mask, eviction_policy="evict_last").to(ACC)
-    y = x * inv_rms * weight
-    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(ACC)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, eviction_policy="evict_last").to(ACC)
+    y = x * inv_rms * weight[None, :]
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.cache
+def forward_launch(n_rows: int, n_cols: int) -> tuple[tuple[int], dict[str, object]]:
+    """The grid, rows per program, tile and warps of :func:`rms_norm_kernel` for
+    ``n_rows`` rows of ``n_cols`` values (the accumulator type aside). Worked out once
+    per shape."""
+    block = row_block(n_cols)
+    rows = max(1, FORWARD_TILE // block)
+    options = {"BLOCK_SIZE": block, "ROWS": rows, "EVEN": block == n_cols,
+               "num_warps": _warps(rows * block)}  # fmt: skip
+    return (cdiv(n_rows, rows),), options
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -93,17 +110,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     if n_rows:
-        block = row_block(n_cols)
-        rms_norm_kernel[(n_rows,)](
-            x,
-            weight,
-            out,
-            n_cols,
-            eps,
-            ACC=accumulator(x.dtype),
-            BLOCK_SIZE=block,
-            EVEN=block == n_cols,
-            num_warps=_warps(block),
+        grid, options = forward_launch(n_rows, n_cols)
+        rms_norm_kernel[grid](
+            x, weight, out, n_rows, n_cols, eps, ACC=accumulator(x.dtype), **options
         )
     return out
 

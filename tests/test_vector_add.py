@@ -1,11 +1,14 @@
 """The vector-add kernel against float64 references, its gradients, and every bad input it
 must reject (an ``out`` that overlaps an input among them)."""
 
+import re
+
 import pytest
 import torch
 
 from kernels import vector_add
 from kernels.bench import RELATIVE_TOLERANCE, relative_error
+from kernels.compiler_output import compile_for_gpu
 from kernels.runtime import interpreted, kernel_device
 
 SIZES = [1, 127, 1024, 1025, 98432]
@@ -153,3 +156,21 @@ def test_out_refuses_tensors_that_need_a_gradient(name: str) -> None:
         vector_add.add(**tensors)
     with torch.no_grad():
         vector_add.add(**tensors)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_full_tiles_load_vectors_whatever_the_length(dtype: str) -> None:
+    # Compiled for an H200 as a launch with an odd length is: the pointers aligned, the
+    # length not a multiple of 16. add_kernel then loads one element at a time; the
+    # launcher's kernel loads its full tiles 16 bytes at a time and only the tail singly.
+    signature = {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "out_ptr": f"*{dtype}",
+                 "n_elements": "i32", "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    aligned = ("x_ptr", "y_ptr", "out_ptr")
+
+    def loads(kernel: str) -> set[str]:
+        ptx = compile_for_gpu(f"kernels.vector_add:{kernel}", signature, {"BLOCK_SIZE": 1024},
+                              divisible_by_16=aligned)["ptx"]  # fmt: skip
+        return set(re.findall(r"ld\.global[.\w]*", ptx))
+
+    assert "ld.global.v4.b32" not in loads("add_kernel")
+    assert "ld.global.v4.b32" in loads("add_tail_apart_kernel")
