@@ -13,7 +13,7 @@ import pytest
 import torch
 from records import launch_doc, sample, sample_doc
 
-from kernels import bench, fingerprint, measurements, timing, vector_add
+from kernels import bench, fingerprint, launch_record, measurements, timing, vector_add
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
 from kernels.report import results_table
 from kernels.runtime import interpreted
@@ -295,7 +295,7 @@ def _copy_of_the_course(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "gallery" / "measurements", copy / "gallery" / "measurements")
     launch_overhead = copy / "gallery" / "measurements" / "launch_overhead.json"
     if not launch_overhead.exists():
-        code = bench.launch_overhead_code()
+        code = launch_record.launch_overhead_code()
         doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "test",
                                "files": code.files})  # fmt: skip
         launch_overhead.write_text(json.dumps(doc), encoding="utf-8")
