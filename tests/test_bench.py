@@ -13,7 +13,7 @@ import pytest
 import torch
 from records import launch_doc, sample, sample_doc
 
-from kernels import bench, fingerprint, measurements, timing, vector_add
+from kernels import bench, fingerprint, launch_record, measurements, timing, vector_add
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
 from kernels.report import results_table
 from kernels.runtime import interpreted
@@ -295,7 +295,7 @@ def _copy_of_the_course(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "gallery" / "measurements", copy / "gallery" / "measurements")
     launch_overhead = copy / "gallery" / "measurements" / "launch_overhead.json"
     if not launch_overhead.exists():
-        code = bench.launch_overhead_code()
+        code = launch_record.launch_overhead_code()
         doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "test",
                                "files": code.files})  # fmt: skip
         launch_overhead.write_text(json.dumps(doc), encoding="utf-8")
@@ -341,9 +341,11 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     assert "vector_add.json is stale" in result.stdout
     assert "kernels/vector_add.py changed" in result.stdout
     assert "softmax.json" not in result.stdout
-    # The launch_overhead record times every launcher: vector_add's among them.
+    # The float16 sweep runs the same module, and the launch_overhead record times every
+    # launcher: vector_add's among them.
+    assert "vector_add_fp16.json is stale" in result.stdout
     assert "launch_overhead.json is stale" in result.stdout
-    assert f"2 of {N_RECORDS} records cannot be drawn" in result.stderr
+    assert f"3 of {N_RECORDS} records cannot be drawn" in result.stderr
 
 
 def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) -> None:
@@ -357,7 +359,7 @@ def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) ->
     (records / "launch_overhead.json").unlink()
     result = _stale_command(course)
     assert "no recorded measurement for 'launch_overhead'" in result.stdout
-    assert "3 of 15 records cannot be drawn" in result.stderr
+    assert f"3 of {N_RECORDS} records cannot be drawn" in result.stderr
 
 
 def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:

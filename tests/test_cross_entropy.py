@@ -147,7 +147,8 @@ def test_rows_of_plus_and_minus_1e30(dtype: torch.dtype) -> None:
     targets = torch.tensor([0, 2, 3], device=DEVICE)
     loss, grad, reference_loss, reference_grad = loss_and_gradient(logits, targets)
     # Each row of the gradient is softmax minus one-hot: it sums to 0.
-    assert torch.allclose(grad.double().sum(dim=1), torch.zeros(3, dtype=torch.float64, device=grad.device))
+    zeros = torch.zeros(3, dtype=torch.float64, device=grad.device)
+    assert torch.allclose(grad.double().sum(dim=1), zeros)
     assert_close_to_float64(grad, reference_grad, torch.float32)
     assert_close_to_float64(loss, reference_loss, torch.float32)
 

@@ -19,8 +19,10 @@ from kernels import (
     bench,
     cross_entropy,
     dropout,
+    fingerprint,
     launch,
     launch_cost,
+    launch_record,
     layer_norm,
     matmul,
     measurements,
@@ -199,9 +201,9 @@ def test_a_missing_record_fails_and_a_draft_draws_a_placeholder(
     no_records: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(measurements.MeasurementError, match="no recorded measurement for 'launch"):
-        bench.launch_overhead_or_load()
+        launch_record.launch_overhead_or_load()
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
-    placeholder = bench.launch_overhead_or_load()
+    placeholder = launch_record.launch_overhead_or_load()
     assert placeholder.placeholder and placeholder.x == tuple(launch_cost.LAUNCHERS)
     figure = plot_launch_overhead(placeholder)
     assert "not measured yet" in [text.get_text() for text in figure.axes[0].texts]
@@ -215,7 +217,7 @@ def test_a_missing_record_fails_and_a_draft_draws_a_placeholder(
 def test_a_stale_record_fails_naming_what_changed(
     no_records: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = dict(bench.launch_overhead_code().files)
+    files = dict(launch_record.launch_overhead_code().files)
     files["kernels/softmax.py"] = "0000000000000000"
     doc = launch_doc(code={"fingerprint": "0", "commit": "abc", "files": files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -223,21 +225,21 @@ def test_a_stale_record_fails_naming_what_changed(
         measurements.StaleMeasurementError,
         match=r"launch_overhead\.json is stale: .*\(kernels/softmax\.py changed since commit abc",
     ):
-        bench.recorded_launch_overhead()
+        launch_record.recorded_launch_overhead()
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
-    assert bench.recorded_launch_overhead().placeholder
+    assert launch_record.recorded_launch_overhead().placeholder
 
 
 def test_a_current_record_is_drawn(no_records: Path) -> None:
-    code = bench.launch_overhead_code()
+    code = launch_record.launch_overhead_code()
     doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "abc", "files": code.files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
-    record = bench.launch_overhead_or_load()
+    record = launch_record.launch_overhead_or_load()
     assert not record.placeholder and not record.fresh and record.x == tuple(LAUNCHERS)
 
 
 def test_the_fingerprint_covers_the_launchers_and_their_timing_not_the_rate_harness() -> None:
-    files = bench.launch_overhead_code().files
+    files = launch_record.launch_overhead_code().files
     for module in ("launch_cost", "vector_add", "attention", "matmul", "swiglu", "launch"):
         assert f"kernels/{module}.py" in files, module
     assert "kernels/timing.py" not in files and "kernels/measurements.py" not in files
@@ -246,6 +248,15 @@ def test_the_fingerprint_covers_the_launchers_and_their_timing_not_the_rate_harn
 def test_pages_that_import_the_timing_module_depend_on_the_record() -> None:
     assert bench.LAUNCH_OVERHEAD in bench.records_of({launch_cost.__name__, "kernels.launch"})
     assert bench.records_of({"kernels.vector_add"}) == {"vector_add", "vector_add_fp16"}
+
+
+def test_the_harness_imports_no_launcher() -> None:
+    # A page that imports kernels.bench reruns when a module it imports changes: were the
+    # launch record's timing code among them, a comment in vector_add.py would rerun every
+    # page. The launch record is imported by those that draw it.
+    harness = set(fingerprint.closure(["kernels.bench"]))
+    assert "kernels.launch_cost" not in harness and "kernels.vector_add" not in harness
+    assert "kernels.launch_cost" in fingerprint.closure(["kernels.launch_record"])
 
 
 # The timing logic, with a stand-in clock and GPU.
@@ -325,7 +336,7 @@ def test_timing_refuses_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match="measured on a CUDA GPU only"):
         launch_cost.measure()
     with pytest.raises(RuntimeError, match="measured on a CUDA GPU only"):
-        bench.measure_launch_overhead()
+        launch_record.measure_launch_overhead()
     with pytest.raises(SystemExit) as exit_info:
         bench.main(["launch_overhead"])
     assert exit_info.value.code == 2
@@ -358,12 +369,12 @@ def test_measure_launch_overhead_records_the_three_series(
                                  host_time(5.0))
         for i, name in enumerate(launch_cost.LAUNCHERS)
     ]  # fmt: skip
-    monkeypatch.setattr(bench, "interpreted", lambda: False)
-    monkeypatch.setattr(bench.launch_cost, "measure", lambda: fake)
+    monkeypatch.setattr(launch_record, "interpreted", lambda: False)
+    monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: fake)
     environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
     monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-03"})
     monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
-    record = bench.measure_launch_overhead()
+    record = launch_record.measure_launch_overhead()
     assert record.fresh and record.x == tuple(launch_cost.LAUNCHERS)
     assert record.series["Triton"] == tuple(20.0 + i for i in range(len(fake)))
     assert record.series["bare launch"] == (10.0,) * len(fake)
@@ -371,7 +382,7 @@ def test_measure_launch_overhead_records_the_three_series(
     assert record.inputs["add"] == "inputs of add"
     assert [record.final_wait_us[name][0] for name in record.providers] == [2.0, 1.0, 0.5]
     assert "final_wait_us" not in record.details
-    assert record.code == bench.launch_overhead_code()
+    assert record.code == launch_record.launch_overhead_code()
     measurements.save(record)
     assert measurements.load_launch_overhead() == record
 

@@ -9,7 +9,8 @@ import pytest
 from records import CEILING, X, sample, sample_doc
 
 from kernels import launch_cost, measurements
-from kernels.bench import discover, load_current, load_current_launch_overhead
+from kernels.bench import discover, load_current
+from kernels.launch_record import load_current_launch_overhead
 
 FILES = sorted(measurements.MEASUREMENTS_DIR.glob("*.json"))
 BENCHMARKS = discover()
