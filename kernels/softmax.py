@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from . import liger
+from .aligned_rows import align_for, row_parts
 from .checks import check_rows, needs_grad
 from .first_order import first_order_only
 from .launch import (
@@ -28,7 +29,7 @@ from .launch import (
     row_block,
     warps_for,
 )
-from .online_softmax import online_max_and_sum
+from .online_softmax import online_max_and_sum, online_max_and_sum_unaligned
 from .spec import BenchmarkSpec
 
 # Rows up to this length are held whole in registers (a 32K-value row is 128 KiB as
@@ -100,8 +101,25 @@ def softmax_prefetch_kernel(
 
 
 @triton.jit
+def _softmax_part(x_ptr, out_ptr, base, offsets, mask, row_max, inverse_sum, ACC: tl.constexpr):
+    # The second pass over the values at base + offsets: read again (from L2, which the
+    # first pass asked to keep them), exponentiate, scale, write.
+    x = tl.load(
+        x_ptr + base + offsets, mask=mask, other=-float("inf"), eviction_policy="evict_first"
+    ).to(ACC)
+    y = tl.exp(x - row_max) * inverse_sum
+    tl.store(out_ptr + base + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def softmax_looped_kernel(
-    x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+    x_ptr,
+    out_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     # For rows too long for registers: a first pass finds the maximum and the sum of
     # exponentials together (the online recurrence); a second pass reads the row again
@@ -109,19 +127,35 @@ def softmax_looped_kernel(
     # first pass marks the row's lines "evict last", so that the stream of other rows
     # does not push them out, and the second pass marks them "evict first", since
     # they are done with. On an H200 at 64K values the hints took the kernel from 69%
-    # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles.
+    # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles. ALIGN > 1:
+    # rows do not all start on a 16-byte boundary (50,257 values), and both passes walk
+    # them in three parts so that most loads are vectors (kernels/aligned_rows.py).
     row = tl.program_id(0).to(tl.int64)
-    row_ptr = x_ptr + row * n_cols
-    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN)
-    inverse_sum = 1.0 / row_sum
+    row_offset = row * n_cols
     cols = tl.arange(0, BLOCK_SIZE)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        mask = (start + cols < n_cols) | EVEN
-        x = tl.load(
-            row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first"
-        ).to(ACC)
-        y = tl.exp(x - row_max) * inverse_sum
-        tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    if ALIGN > 1:
+        row_max, row_sum = online_max_and_sum_unaligned(
+            x_ptr, row_offset, n_cols, ACC, BLOCK_SIZE, ALIGN, "evict_last"
+        )
+        inverse_sum = 1.0 / row_sum
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        _softmax_part(x_ptr, out_ptr, row_offset, edge, edge < head, row_max, inverse_sum, ACC)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _softmax_part(x_ptr, out_ptr, body_start + start, cols, body_mask, row_max,
+                          inverse_sum, ACC)  # fmt: skip
+        _softmax_part(x_ptr, out_ptr, body_start + body_len, edge, edge < tail_len, row_max,
+                      inverse_sum, ACC)  # fmt: skip
+    else:
+        row_max, row_sum = online_max_and_sum(
+            x_ptr + row_offset, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN
+        )
+        inverse_sum = 1.0 / row_sum
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            _softmax_part(x_ptr, out_ptr, row_offset + start, cols, mask, row_max,
+                          inverse_sum, ACC)  # fmt: skip
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -145,8 +179,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     acc = accumulator(x.dtype)
     if n_cols > MAX_FUSED_COLS:
         softmax_looped_kernel[(n_rows,)](
-            x, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK,
-            EVEN=n_cols % LOOP_BLOCK == 0, num_warps=LOOP_WARPS,
+            x, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK, EVEN=n_cols % LOOP_BLOCK == 0,
+            ALIGN=align_for(x.dtype, n_cols), num_warps=LOOP_WARPS,
         )  # fmt: skip
         return out
     block = row_block(n_cols)

@@ -40,9 +40,12 @@ def test_prefetch_path_for_32k_rows(n_cols: int) -> None:
     [softmax.MAX_FUSED_COLS + 4465, softmax.MAX_FUSED_COLS + softmax.LOOP_BLOCK],
     ids=["odd", "whole-tiles"],
 )
-def test_looped_path_for_rows_longer_than_one_tile(n_cols: int) -> None:
-    x = randn(2, n_cols) * 10
-    assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_looped_path_for_rows_longer_than_one_tile(n_cols: int, dtype: torch.dtype) -> None:
+    # Three rows: with an odd length, each starts at another offset from a 16-byte
+    # boundary, so the three-part walk meets heads and tails of several lengths.
+    x = randn(3, n_cols, dtype=dtype) * 10
+    assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), dtype)
 
 
 def test_large_values_do_not_overflow() -> None:
