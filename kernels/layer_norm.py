@@ -95,6 +95,24 @@ def _input_gradient(x_hat, weighted_dy, rstd, n_cols, AXIS: tl.constexpr):
 
 
 @triton.jit
+def _row_tile(first_row, tile_rows, cols, col_mask, n_rows, n_cols):
+    # The rows first_row + tile_rows: their indices, row mask, tile mask and offsets.
+    rows = first_row + tile_rows
+    row_mask = rows < n_rows
+    mask = row_mask[:, None] & col_mask[None, :]
+    return rows, row_mask, mask, rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+
+
+@triton.jit
+def _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets, mask, dweight, dbias):
+    # dx of one tile of rows, stored, and the tile's shares of dweight and dbias added.
+    x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+    dx = _input_gradient(x_hat, dy * weight[None, :], rstd[:, None], n_cols, 1)
+    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    return dweight + dy * x_hat, dbias + dy
+
+
+@triton.jit
 def layer_norm_backward_kernel(
     dy_ptr,
     x_ptr,
@@ -109,10 +127,13 @@ def layer_norm_backward_kernel(
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows, so
     # that each keeps one partial sum of dweight and dbias in registers instead of
     # writing one per row. Short rows are taken several at a time to keep loads wide.
+    # PREFETCH: load the next tile before working on this one, so that memory keeps
+    # working through the reductions and the store (as softmax_prefetch_kernel does).
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -121,20 +142,33 @@ def layer_norm_backward_kernel(
     dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
     dbias = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
     step = tl.num_programs(0) * ROWS_PER_TILE
-    for first_row in range(program * ROWS_PER_TILE, n_rows, step):
-        rows = first_row + tile_rows
-        row_mask = rows < n_rows
-        mask = row_mask[:, None] & col_mask[None, :]
-        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-        x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-        dx = _input_gradient(x_hat, dy * weight[None, :], rstd[:, None], n_cols, 1)
-        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dweight += dy * x_hat
-        dbias += dy
+    first = program * ROWS_PER_TILE
+    if PREFETCH:
+        rows, row_mask, mask, offsets = _row_tile(first, tile_rows, cols, col_mask, n_rows, n_cols)
+        x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+        for first_row in range(first, n_rows, step):
+            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+            rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+            here, here_mask = offsets, mask
+            # Past the last tile the mask is all False: nothing is read.
+            rows, row_mask, mask, offsets = _row_tile(first_row + step, tile_rows, cols, col_mask,
+                                                      n_rows, n_cols)  # fmt: skip
+            x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+            dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+            dweight, dbias = _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, here,
+                                            here_mask, dweight, dbias)  # fmt: skip
+    else:
+        for first_row in range(first, n_rows, step):
+            rows, row_mask, mask, offsets = _row_tile(first_row, tile_rows, cols, col_mask,
+                                                      n_rows, n_cols)  # fmt: skip
+            x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+            rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+            dweight, dbias = _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets,
+                                            mask, dweight, dbias)  # fmt: skip
     tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
     tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
 
@@ -217,6 +251,9 @@ BACKWARD_TILE = 8192
 # Warps each multiprocessor is given by the persistent backward kernel: more hide
 # memory latency better, fewer leave fewer partial sums to add up.
 BACKWARD_WARPS_PER_SM = 8
+# Whether the fused backward kernel loads its next tile while it works on the current
+# one (not yet measured on a GPU against loading it when needed).
+BACKWARD_PREFETCH = True
 # Rows longer than this take the two-kernel backward pass: at 16384 values the fused
 # kernel's two row-long partial sums spill out of registers (ptxas gives it 128 registers
 # and a stack frame of 264 bytes per thread with Triton 3.6, 328 with 3.9, compiled as
@@ -294,6 +331,7 @@ def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
         ACC=accumulator(rows.dtype),
         BLOCK_SIZE=block,
         ROWS_PER_TILE=rows_per_tile,
+        PREFETCH=BACKWARD_PREFETCH,
         num_warps=num_warps,
     )
     return partial_dw, partial_db

@@ -126,6 +126,27 @@ def _input_gradient(x_hat, weighted_dy, inv_rms, n_cols, AXIS: tl.constexpr):
 
 
 @triton.jit
+def _tile(first_row, tile_rows, cols, col_mask, n_rows, n_cols):
+    # The offsets and mask of the tile of rows first_row + tile_rows (masked loads read
+    # zeros in padding lanes and rows, which add nothing to any sum).
+    rows = first_row + tile_rows
+    mask = (rows < n_rows)[:, None] & col_mask[None, :]
+    offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+    return offsets, mask
+
+
+@triton.jit
+def _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight):
+    # dx of one tile of rows, stored, and the tile's share of dweight added.
+    # The forward pass's inverse root mean square, recomputed from the rows in registers.
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
+    x_hat = x * inv_rms
+    dx = _input_gradient(x_hat, dy * weight[None, :], inv_rms, n_cols, 1)
+    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    return dweight + dy * x_hat
+
+
+@triton.jit
 def rms_norm_backward_kernel(
     dy_ptr,
     x_ptr,
@@ -138,9 +159,12 @@ def rms_norm_backward_kernel(
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows and
     # keeping one partial sum of dweight in registers, as LayerNorm's backward kernel.
+    # PREFETCH: load the next tile before working on this one, so that memory keeps
+    # working through the reductions and the store (as softmax_prefetch_kernel does).
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -148,19 +172,26 @@ def rms_norm_backward_kernel(
     weight = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(ACC)
     dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
     step = tl.num_programs(0) * ROWS_PER_TILE
-    for first_row in range(program * ROWS_PER_TILE, n_rows, step):
-        rows = first_row + tile_rows
-        mask = (rows < n_rows)[:, None] & col_mask[None, :]
-        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        # Padding lanes and rows read zeros: they add nothing to any sum.
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        # The forward pass's inverse root mean square, recomputed from the rows in registers.
-        inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
-        x_hat = x * inv_rms
-        dx = _input_gradient(x_hat, dy * weight[None, :], inv_rms, n_cols, 1)
-        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dweight += dy * x_hat
+    first = program * ROWS_PER_TILE
+    if PREFETCH:
+        offsets, mask = _tile(first, tile_rows, cols, col_mask, n_rows, n_cols)
+        x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+        for first_row in range(first, n_rows, step):
+            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            here, here_mask = offsets, mask
+            # Past the last tile the mask is all False: nothing is read.
+            offsets, mask = _tile(first_row + step, tile_rows, cols, col_mask, n_rows,
+                                  n_cols)  # fmt: skip
+            x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+            dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, here, here_mask, dweight)
+    else:
+        for first_row in range(first, n_rows, step):
+            offsets, mask = _tile(first_row, tile_rows, cols, col_mask, n_rows, n_cols)
+            x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight)
     tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
 
 
@@ -249,6 +280,9 @@ def rms_norm_weight_grad_kernel(
 FUSED_BACKWARD_MAX_COLS = 8192
 BACKWARD_TILE = 8192
 BACKWARD_WARPS_PER_SM = 8
+# Whether the fused kernel loads its next tile while it works on the current one (not
+# yet measured on a GPU against loading it when needed).
+BACKWARD_PREFETCH = True
 INPUT_GRAD_BLOCK = 4096
 STRIP_COLS = 256
 STRIP_ROWS = 16
@@ -273,7 +307,7 @@ def _fused_backward(grad_rows, rows, weight, eps, dx):
     rms_norm_backward_kernel[(n_partials,)](
         grad_rows, rows, weight, dx, partial_dw, n_rows, n_cols, eps,
         ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
-        num_warps=num_warps,
+        PREFETCH=BACKWARD_PREFETCH, num_warps=num_warps,
     )  # fmt: skip
     return partial_dw
 

@@ -4,6 +4,7 @@ the second derivative and eps among it."""
 import numpy as np
 import pytest
 import torch
+import triton
 from kernel_inputs import HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
 from kernels import layer_norm, rms_norm
@@ -51,11 +52,16 @@ def test_layer_norm_gradcheck() -> None:
     assert torch.autograd.gradcheck(layer_norm.layer_norm, inputs)
 
 
-def test_layer_norm_backward_with_more_row_tiles_than_programs() -> None:
-    # Rows of 4096 values come two to a tile, and the interpreter runs four backward
-    # programs: each walks several tiles and sums their partials.
-    shape = (11, 4096)
-    assert shape[0] > 4 * max(1, layer_norm.BACKWARD_TILE // shape[1])
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "load-when-needed"])
+@pytest.mark.parametrize("n_cols", [4096, 700], ids=["long-rows", "short-rows"])
+def test_layer_norm_backward_with_more_row_tiles_than_programs(
+    n_cols: int, prefetch: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interpreter runs four backward programs: each walks several tiles, the last
+    # one short (and, prefetching, loads the tile after it, past the last row).
+    monkeypatch.setattr(layer_norm, "BACKWARD_PREFETCH", prefetch)
+    rows_per_tile = max(1, layer_norm.BACKWARD_TILE // triton.next_power_of_2(n_cols))
+    shape = (4 * rows_per_tile + 3, n_cols)
     assert_layer_norm_grads_match_float64(shape)
 
 
@@ -139,9 +145,17 @@ def test_rms_norm_backward_matches_float64(shape: tuple[int, ...], dtype: torch.
         assert_close_to_float64(ours, theirs, dtype)
 
 
-def test_rms_norm_backward_with_more_row_tiles_than_programs() -> None:
-    shape = (11, 4096)
-    assert shape[0] > 4 * max(1, rms_norm.BACKWARD_TILE // shape[1])
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "load-when-needed"])
+@pytest.mark.parametrize("n_cols", [4096, 700], ids=["row-per-tile", "rows-per-tile"])
+def test_rms_norm_backward_with_more_row_tiles_than_programs(
+    n_cols: int, prefetch: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each program takes several tiles, the last one short (and, prefetching, loads the
+    # tile after it, which is past the last row).
+    monkeypatch.setattr(rms_norm, "BACKWARD_PREFETCH", prefetch)
+    rows_per_tile = max(1, rms_norm.BACKWARD_TILE // triton.next_power_of_2(n_cols))
+    shape = (4 * rows_per_tile + 3, n_cols)
+    assert shape[0] > 4 * rows_per_tile and shape[0] % rows_per_tile
     for ours, theirs in zip(*rms_norm_grads(shape, torch.float32), strict=True):
         assert_close_to_float64(ours, theirs, torch.float32)
 

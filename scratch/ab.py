@@ -1,0 +1,110 @@
+"""GPU A/B: the Triton launcher's kernel-time rate now, at chosen sizes and knob values,
+beside the recorded Triton rate and the recorded fastest baseline at that size.
+
+    python3 scratch/ab.py [filter]      (prints one line per point; writes ab.json to $OUT)
+"""
+import functools
+import importlib
+import json
+import os
+import sys
+import time
+
+import torch
+
+from kernels import bench, timing
+
+SPECS = bench.discover()
+CUDA = torch.device("cuda")
+RESULTS = []
+
+
+def recorded(name, size):
+    with open(f"gallery/measurements/{name}.json") as f:
+        d = json.load(f)
+    i = d["x"].index(size) if size in d["x"] else None
+    if i is None:
+        return None, None, None
+    s = d["series"]
+    bases = {k: v[i] for k, v in s.items() if k != "Triton" and v[i]}
+    best = max(bases, key=bases.get) if bases else None
+    return s["Triton"][i], best, bases.get(best)
+
+
+def rate(spec, size):
+    bench.check(spec, size)  # right first, on fresh random inputs
+    gen = torch.Generator(device=CUDA).manual_seed(size)
+    inputs = spec.make_inputs(size, spec.dtype, CUDA, gen)
+    call, leaves = bench._timed_call(spec, spec.triton, inputs)
+    ms = min(timing.kernel_time_ms(call, leaves) for _ in range(2))
+    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    return spec.work(size, spec.dtype) / ms / scale
+
+
+def run(name, sizes, knob=None, values=(None,), clear=()):
+    spec = SPECS[name]
+    module = importlib.import_module(spec.module) if knob else None
+    original = getattr(module, knob) if knob else None
+    for value in values:
+        if knob:
+            setattr(module, knob, value)
+        for fn in clear:
+            fn.cache_clear()
+        for size in sizes:
+            t0 = time.time()
+            try:
+                now = rate(spec, size)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                print(f"{name} {size} {knob}={value}: FAILED {type(e).__name__}: {e}"[:400], flush=True)
+                RESULTS.append({"name": name, "size": size, "knob": knob, "value": value, "error": str(e)[:300]})
+                continue
+            rec, best, best_rate = recorded(name, size)
+            ratio = now / best_rate if best_rate else float("nan")
+            print(f"{name:24s} {size:>10,} {knob or '':>22}={value!s:<6} now {now:8.1f} | record {rec or 0:8.1f}"
+                  f" | best {best} {best_rate or 0:8.1f} | now/best {ratio:5.2f}  ({time.time()-t0:.1f}s)", flush=True)
+            RESULTS.append({"name": name, "size": size, "knob": knob, "value": value, "now": now,
+                            "record": rec, "best": best, "best_rate": best_rate})
+    if knob:
+        setattr(module, knob, original)
+        for fn in clear:
+            fn.cache_clear()
+
+
+def main(only):
+    from kernels import layer_norm, rms_norm
+    plan = [
+        ("vector_add_fp16", (3_000_001, 100_000_001), None, (None,), ()),
+        ("vector_add", (3_000_001, 100_000_001), None, (None,), ()),
+        ("layer_norm", (768, 1024, 5120, 7168, 16384), "FORWARD_TILE", (1024, 2048, 4096, 8192),
+         (layer_norm.forward_launch,)),
+        ("layer_norm_fp16", (768,), "FORWARD_TILE", (1024, 4096), (layer_norm.forward_launch,)),
+        ("rms_norm", (768, 1024, 5120), "FORWARD_TILE", (1024, 2048, 4096, 8192),
+         (rms_norm.forward_launch,)),
+        ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_PREFETCH", (False, True), ()),
+        ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_WARPS_PER_SM", (8, 16, 32), ()),
+        ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_TILE", (2048, 4096, 8192), ()),
+        ("layer_norm_backward", (768, 5120, 7168), "BACKWARD_PREFETCH", (False, True), ()),
+        ("layer_norm_backward", (768, 5120, 7168), "BACKWARD_WARPS_PER_SM", (8, 16, 32), ()),
+        ("softmax", (4096, 50257, 65536, 151936), None, (None,), ()),
+        ("softmax_backward", (4096, 16384, 32768, 65536), None, (None,), ()),
+        ("cross_entropy", (32000, 50257), None, (None,), ()),
+        ("cross_entropy_backward", (50257,), None, (None,), ()),
+    ]
+    for name, sizes, knob, values, clear in plan:
+        if only and only not in name:
+            continue
+        run(name, sizes, knob, values, clear)
+    if not only or only == "launch":
+        from kernels import launch_record
+        record = launch_record.measure_launch_overhead()
+        for i, launcher in enumerate(record.x):
+            triton, bare = record.series["Triton"][i], record.series["bare launch"][i]
+            print(f"launch {launcher:14s} Triton {triton:6.1f} bare {bare:6.1f} "
+                  f"over bare {triton - bare:5.1f} us", flush=True)
+    out = os.environ.get("OUT", ".")
+    with open(os.path.join(out, "ab.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "")
