@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, assert_close_to_float64, randn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels import launch, matmul
 from kernels.bench import check
@@ -407,3 +408,10 @@ def test_gradients_are_laid_out_as_their_operands() -> None:
     (x_ref @ weight_ref.t()).backward(torch.ones(40, 48, dtype=torch.float16, device=DEVICE))
     assert weight.grad.stride() == weight_ref.grad.stride() == weight.stride()
     assert x.grad.stride() == x_ref.grad.stride()
+
+
+def test_a_descriptor_built_without_checks_equals_triton_s() -> None:
+    a = randn(24, 64, dtype=torch.float16)
+    for matrix in (a, randn(64, 40, dtype=torch.float16).t().t(), a[:, :32]):
+        assert matmul._descriptor(matrix) == TensorDescriptor.from_tensor(matrix, [1, 1])
+        assert type(matmul._descriptor(matrix)) is TensorDescriptor
