@@ -14,6 +14,7 @@ keys for each query block (gradient of Q), so that no two programs add to the sa
 output and no atomics are needed.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -154,9 +155,11 @@ def attention_forward_kernel(
     # needs to recompute any probability, p = exp2(score * qk_scale - lse).
     lse = row_max + tl.math.log2(row_sum)
     out_tile = out_ptr + rows[:, None] * HEAD_DIM + dims[None, :]
-    lse_rows = lse_ptr + tl.program_id(1).to(tl.int64) * seq_len + rows
     _store(out_tile, out, rows[:, None] < seq_len, EVEN)
-    _store(lse_rows, lse, rows < seq_len, EVEN)
+    # lse_ptr is None (a compile-time constant) when no backward pass will need it.
+    if lse_ptr is not None:
+        lse_rows = lse_ptr + tl.program_id(1).to(tl.int64) * seq_len + rows
+        _store(lse_rows, lse, rows < seq_len, EVEN)
 
 
 @triton.jit
@@ -421,18 +424,36 @@ def _launch_args(seq_len: int, tiles: Tiles) -> dict[str, int | bool]:
     }
 
 
-def _forward(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    batch, heads, seq_len, head_dim = q.shape
-    out = torch.empty_like(q)
-    lse = torch.empty((batch, heads, seq_len), device=q.device, dtype=torch.float32)
+@functools.cache
+def forward_launch(
+    batch: int, heads: int, seq_len: int, head_dim: int, causal: bool
+) -> tuple[tuple[int, int], dict[str, int | bool]]:
+    """The grid and compile-time arguments of :func:`attention_forward_kernel` for inputs
+    of shape (batch, heads, seq_len, head_dim), worked out once per shape."""
     tiles = tiles_for("forward", head_dim)
     grid = (cdiv(seq_len, tiles.block_m), batch * heads)
-    attention_forward_kernel[grid](
-        q, k, v, out, lse, seq_len, sm_scale * LOG2_E,
-        HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
-    )  # fmt: skip
+    return grid, {"HEAD_DIM": head_dim, "CAUSAL": causal, **_launch_args(seq_len, tiles)}
+
+
+def _forward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    sm_scale: float,
+    keep_lse: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    # keep_lse: the backward pass will need each row's log-sum-exp. Without one, it is
+    # neither allocated nor stored (an allocation is a microsecond or two of the host's).
+    out = torch.empty_like(q)
+    batch, heads, seq_len, _ = q.shape
+    lse = (
+        torch.empty((batch, heads, seq_len), device=q.device, dtype=torch.float32)
+        if keep_lse
+        else None
+    )
+    grid, options = forward_launch(*q.shape, causal)
+    attention_forward_kernel[grid](q, k, v, out, lse, seq_len, sm_scale * LOG2_E, **options)
     return out, lse
 
 
@@ -524,7 +545,7 @@ def attention(
         return q + k + v
     if needs_grad(q, k, v):
         return FlashAttention.apply(q, k, v, causal, sm_scale)
-    return _forward(q, k, v, causal, sm_scale)[0]
+    return _forward(q, k, v, causal, sm_scale, keep_lse=False)[0]
 
 
 def attention_probabilities(q: torch.Tensor, k: torch.Tensor, causal: bool = False) -> torch.Tensor:

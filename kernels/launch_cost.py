@@ -280,15 +280,13 @@ def attention_case(device: torch.device) -> LaunchCase:
     q, k, v = _randn(*[ATTENTION_SHAPE] * 3, dtype=torch.float16, device=device)
     batch, heads, seq_len, head_dim = ATTENTION_SHAPE
     out = torch.empty_like(q)
-    lse = torch.empty((batch, heads, seq_len), dtype=torch.float32, device=device)
-    tiles = attention.tiles_for("forward", head_dim)
-    grid = (triton.cdiv(seq_len, tiles.block_m), batch * heads)
+    # Without a gradient to compute, the launcher keeps no log-sum-exp: nor does this.
+    grid, options = attention.forward_launch(batch, heads, seq_len, head_dim, False)
     # The launcher's default scale, 1 / sqrt(head_dim), in base 2 as its kernel takes it.
     scale = 1.0 / math.sqrt(head_dim) * attention.LOG2_E
     bare = _launch(
-        attention.attention_forward_kernel, grid, q, k, v, out, lse, seq_len, scale,
-        HEAD_DIM=head_dim, CAUSAL=False, **attention._launch_args(seq_len, tiles),
-    )  # fmt: skip
+        attention.attention_forward_kernel, grid, q, k, v, out, None, seq_len, scale, **options
+    )
     return LaunchCase(
         inputs=_describe(q=q, k=k, v=v),
         triton=lambda: attention.attention(q, k, v),

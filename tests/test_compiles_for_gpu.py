@@ -144,3 +144,17 @@ def test_layer_norm_backward_compiles(prefetch: bool, rows: int, block: int, war
         num_warps=warps,
     )
     assert vector_loads(ptx)
+
+
+def test_attention_forward_stores_the_log_sum_exp_only_when_asked() -> None:
+    # Without a backward pass the launcher passes lse_ptr=None, a compile-time constant:
+    # the kernel compiled for it has no store of the log-sum-exp.
+    signature = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "out_ptr": "*bf16",
+                 "lse_ptr": "*fp32", "seq_len": "i32", "qk_scale": "fp32"}  # fmt: skip
+    options = {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False, "EVEN": False}
+    aligned = ("q_ptr", "k_ptr", "v_ptr", "out_ptr")
+    kernel = "kernels.attention:attention_forward_kernel"
+    with_lse = ptx_of(kernel, signature, options, aligned)
+    without = ptx_of(kernel, signature, {**options, "lse_ptr": None}, aligned)
+    stores = [len(re.findall(r"st\.global", ptx)) for ptx in (with_lse, without)]
+    assert stores[0] > stores[1] > 0
