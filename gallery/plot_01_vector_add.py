@@ -63,6 +63,22 @@ same GPU.
 # .. literalinclude:: /kernels/vector_add.py
 #    :pyobject: add
 #
+# It launches not ``add_kernel`` but a variant of it, ``add_tail_apart_kernel``. The
+# :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows why: the GPU loads several
+# neighbouring elements with one vector instruction only under one mask value for all of
+# them. When the length is not a multiple of 16, Triton cannot prove that, and
+# ``add_kernel`` loads one element per instruction. Yet only the last tile can run past
+# the end. So the variant asks, once per program, whether its tile lies wholly inside
+# the vectors: if so, it loads and stores with no mask, in vectors; if not, it takes
+# the masked path of ``add_kernel``:
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add_tail_apart_kernel
+#
+# The test depends only on the program's id and the length, which are the same for
+# every thread of a program, so all of its threads take the same branch; only the last
+# program, when the length leaves it a partial tile, takes the masked one.
+#
 # When ``x`` or ``y`` requires a gradient, ``add`` goes through ``AddFunction``, a
 # ``torch.autograd.Function`` whose backward pass hands the output's gradient to both
 # inputs (the :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
@@ -84,9 +100,9 @@ same GPU.
 #
 # The check compares the kernel with PyTorch evaluated in float64, by the relative error
 # ``||out - ref|| / ||ref||``, which must stay within a tolerance set for each dtype
-# (printed on each line), at a length that is not a multiple of the block size, for
-# each dtype the kernel takes. Without a GPU, Triton runs the same kernel in its
-# interpreter on the CPU.
+# (printed on each line), at a length that is not a multiple of the block size, so that
+# both branches of the kernel run, for each dtype the kernel takes. Without a GPU,
+# Triton runs the same kernel in its interpreter on the CPU.
 
 from kernels import vector_add
 from kernels.bench import check

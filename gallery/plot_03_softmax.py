@@ -134,16 +134,55 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 # memory. *Eviction hints* on the loads (``eviction_policy``) tell the cache which lines
 # to keep: ``"evict_last"`` in the first pass asks it to keep the row's lines, and
 # ``"evict_first"`` in the second marks them as the first to drop, since they are done
-# with:
+# with.
+#
+# One more thing decides how the row is read: the length of the row. A thread can load
+# 16 bytes with one instruction (8 bfloat16 values, 4 float32), a *vector load*, but
+# only from an address that is a multiple of 16, and only when one mask value covers
+# all of them. The compiler emits vector loads only where it can prove both. Row ``r``
+# of the matrix starts at element ``r * n_cols``. With a vocabulary of 50,257 tokens,
+# ``n_cols`` is odd, so most rows start between two 16-byte boundaries, and the mask
+# ``start + cols < n_cols`` can change value inside a group of 8. The compiler can prove
+# neither, and loads one value per instruction, all along the row.
+#
+# The fix is to walk such a row in three parts (``kernels/aligned_rows.py``), with
+# ``ALIGN`` the number of values in 16 bytes:
+#
+# * the *head*: the values before the row's first 16-byte boundary, fewer than
+#   ``ALIGN``, loaded with a mask;
+# * the *body*: from that boundary on, a whole number of groups of ``ALIGN`` values.
+#   ``tl.multiple_of`` tells the compiler that its start is a multiple of ``ALIGN`` (a
+#   promise it does not check; ``row_parts`` makes it true). Its length ``body_len`` is
+#   a multiple of ``ALIGN`` too, so the mask ``start + cols < body_len`` is the same for
+#   every value of a group, and the body loads in vectors;
+# * the *tail*: the fewer than ``ALIGN`` values left, loaded with a mask.
+#
+# In bfloat16, row 1 of a matrix of 50,257 columns starts at element 50,257: its head is
+# 7 values, its body starts at element 50,264 (a multiple of 8) and holds 50,248 values,
+# and its tail is 2. ``row_parts`` computes the split:
+#
+# .. literalinclude:: /kernels/aligned_rows.py
+#    :pyobject: row_parts
+#
+# The looped kernel takes the three-part walk when the launcher passes ``ALIGN`` above 1,
+# and the plain walk otherwise. In the first pass, ``online_max_and_sum_unaligned``
+# (in ``kernels/online_softmax.py``) runs the same recurrence over the head, the body's
+# tiles and the tail; in the second, ``_softmax_part`` does the work on one part:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_looped_kernel
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: _softmax_part
 #
 # The launcher
 # ------------
 #
 # The launcher checks its input, picks one of the three kernels by row length and
-# launches it. ``num_warps`` sets how many *warps*, groups of 32 threads that execute
+# launches it. For the looped kernel, ``align_for`` gives ``ALIGN``: the values in 16
+# bytes when ``n_cols`` is not a multiple of 16, 1 when it is (Triton tells the compiler
+# about multiples of 16 only, so a row length that is a multiple of 8 but not of 16
+# takes the walk too). ``num_warps`` sets how many *warps*, groups of 32 threads that execute
 # together, run each program; the one-row kernel gives each thread about
 # ``VALUES_PER_THREAD`` values of a long row, and a short row at least 4 warps.
 #
@@ -156,7 +195,8 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 #
 # The check runs each kernel path against ``torch.softmax`` evaluated in float64: rows
 # of one value, then rows whose length is not a power of two (a short odd row, a row of
-# 20,000 values for the prefetching kernel, and a row long enough for the looped kernel).
+# 20,000 values for the prefetching kernel, and rows long enough for the looped kernel,
+# of an odd length, so that they take its three-part walk).
 
 from kernels import softmax
 from kernels.bench import check, relative_error
@@ -304,6 +344,12 @@ table
 #    eviction hints matter: without them the looped kernel was slower in a sweep on an
 #    H200 (its comment in ``kernels/softmax.py`` records by how much). At 32K values we
 #    have no measured explanation of the shortfall yet.
+#
+#    **Rows of odd length.** The three-part walk of the looped kernel is checked when it
+#    is compiled, not timed: ``tests/test_compiles_for_gpu.py`` compiles
+#    ``softmax_looped_kernel`` for sm_90 on rows of bfloat16 and finds vector loads in
+#    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It has not been timed on a GPU
+#    yet, and the tables above come from records that may be older than it.
 #
 # Quiz
 # ----

@@ -35,7 +35,8 @@ again.
 #
 #    forward, program r:
 #        m, s = online max and sum over row r, tile by tile    # one read
-#        store loss[r] = (m - logits[r, target[r]]) + log(s), and m[r], log(s)[r]
+#        store loss[r] = (m - logits[r, target[r]]) + log(s)
+#        if a backward pass will follow: store m[r] and log(s)[r]
 #
 #    backward, program r:
 #        for each tile of row r:                                # one read
@@ -51,16 +52,42 @@ again.
 # .. literalinclude:: /kernels/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
-# Then the program looks up its target's logit and stores three numbers: the row's
-# loss, and its logsumexp in two parts, ``m`` and ``log(s)`` (the comment in the kernel
-# says why they are not added up). Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
+# Some vocabularies need one more step. A GPU thread loads 16 bytes in one instruction
+# (8 bfloat16 logits) only from an address that is a multiple of 16. Row ``r`` starts
+# at element ``r * n_cols``: when ``n_cols`` is not a multiple of 8, as with GPT-2's
+# 50257 tokens, most rows start between two such boundaries, the compiler cannot prove
+# any load aligned, and it loads one value per instruction. (It cannot prove it either
+# for a multiple of 8 that is not one of 16: Triton tells the compiler about multiples
+# of 16 only.) For rows of any length that is not a multiple of 16, ``ALIGN`` is
+# the number of values in 16 bytes, and the kernel calls
+# ``online_max_and_sum_unaligned`` instead, which walks the row in three parts: a short
+# masked *head* up to the first boundary, a *body* that starts on a boundary and is a
+# whole number of vectors long, so that its loads are vectors, and a short masked
+# *tail*. The :doc:`softmax page <plot_03_softmax>` walks its long rows the same way,
+# and ``kernels/aligned_rows.py`` explains the split. When every row starts on a
+# boundary, ``ALIGN`` is 1 and the plain helper runs.
+#
+# Then the program looks up its target's logit and stores the row's loss. When a
+# backward pass will follow (``STATS``), it also stores the row's logsumexp in two
+# parts, ``m`` and ``log(s)`` (the comment in the kernel says why they are not added
+# up); on logits that need no gradient, nothing would read them, so they are neither
+# stored nor allocated. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
 # get a loss of 0 and do not count in the mean:
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_forward_kernel
 #
+# ``EVEN``, ``ALIGN`` and ``STATS`` are compile-time constants (``tl.constexpr``), so
+# each combination compiles to its own kernel, without the branches it does not take.
+# The launcher works them out from the dtype and the row length:
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: forward_options
+#
 # A second kernel, run as a single program, adds up the row losses and divides by the
-# number of rows that count:
+# number of rows that count. It also stores that count for the backward pass; without
+# one, ``n_valid_ptr`` is ``None``, which Triton also treats as a compile-time constant,
+# so the store is left out:
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: mean_loss_kernel
@@ -74,6 +101,16 @@ again.
 # two parts of the logsumexp saved, the probability is ``exp((x - m) - log(s))``: the
 # backward kernel reads the logits once and writes the gradient once, and no softmax
 # matrix ever exists.
+#
+# One helper computes and stores the gradient of a piece of a row: the values at
+# ``base + offsets``, whose first is column ``first_col`` of the row (which is how it
+# finds the target):
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: _gradient_part
+#
+# The kernel calls it once per tile. With ``ALIGN`` above 1 it walks the row as the
+# forward pass does: the head, the body tile by tile, then the tail.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_backward_kernel
@@ -210,8 +247,10 @@ print_peak_memory(forward)
 #    slower.
 #
 #    **The host** is not what holds 32K back: the main lines are the GPU's time alone.
-#    The lighter lines add the Python side of a call (checks, autograd, two launches,
-#    four allocations), which weighs at small vocabularies.
+#    The lighter lines add the Python side of a call (checks, two launches, the
+#    allocations of the results), which weighs at small vocabularies. That is one
+#    reason for ``STATS``: a call without a backward pass allocates only the row losses
+#    and the loss.
 #
 # Quiz
 # ----

@@ -25,9 +25,11 @@ VECTOR_BYTES = 16
 
 def align_for(dtype: torch.dtype, n_cols: int) -> int:
     """Values per 16-byte vector of ``dtype`` when rows of ``n_cols`` values need the
-    three-part walk; 1 when every row starts on a boundary (``n_cols`` a multiple of it)."""
-    align = VECTOR_BYTES // dtype.itemsize
-    return 1 if n_cols % align == 0 else align
+    three-part walk; 1 when they do not. Triton tells the compiler that an integer
+    argument is a multiple of 16 when it is one, and nothing finer: rows of a multiple
+    of 8 values start on boundaries in bfloat16, but the compiler cannot know it unless
+    the length is a multiple of 16, so every other length takes the walk."""
+    return 1 if n_cols % 16 == 0 else VECTOR_BYTES // dtype.itemsize
 
 
 @triton.jit
@@ -35,8 +37,10 @@ def row_parts(row_offset, n_cols, ALIGN: tl.constexpr):
     """Split the row of ``n_cols`` values starting at element ``row_offset`` of an
     aligned tensor: returns ``(head, body_start, body_len, tail_len)``, where the head
     is the row's first ``head`` values, the body ``body_len`` values from element
-    ``body_start``, and the tail the last ``tail_len``."""
-    head = tl.minimum((ALIGN - row_offset % ALIGN) % ALIGN, n_cols)
-    body_start = tl.multiple_of(row_offset + head, ALIGN)
-    body_len = (n_cols - head) // ALIGN * ALIGN
+    ``body_start`` (always a boundary, past the row's end for a row shorter than its
+    head), and the tail the last ``tail_len``."""
+    gap = (ALIGN - row_offset % ALIGN) % ALIGN
+    head = tl.minimum(gap, n_cols)
+    body_start = tl.multiple_of(row_offset + gap, ALIGN)
+    body_len = tl.maximum(n_cols - gap, 0) // ALIGN * ALIGN
     return head, body_start, body_len, n_cols - head - body_len

@@ -11,6 +11,7 @@ once and writes ``dx`` once.
 """
 
 import dataclasses
+import functools
 
 import torch
 import triton
@@ -158,6 +159,27 @@ def softmax_looped_kernel(
                           inverse_sum, ACC)  # fmt: skip
 
 
+@functools.cache
+def forward_launch(
+    n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device
+) -> tuple[object, tuple[int], dict[str, object]]:
+    """Which forward kernel :func:`softmax` launches for ``n_rows`` rows of ``n_cols``
+    values of ``dtype`` on ``device``, its grid and compile-time arguments: worked out
+    once per shape, since a launcher's Python is paid at every call."""
+    acc = accumulator(dtype)
+    if n_cols > MAX_FUSED_COLS:
+        options = {"ACC": acc, "BLOCK_SIZE": LOOP_BLOCK, "EVEN": n_cols % LOOP_BLOCK == 0,
+                   "ALIGN": align_for(dtype, n_cols), "num_warps": LOOP_WARPS}  # fmt: skip
+        return softmax_looped_kernel, (n_rows,), options
+    block = row_block(n_cols)
+    options = {"ACC": acc, "BLOCK_SIZE": block, "EVEN": block == n_cols}
+    if block >= PREFETCH_FROM:
+        programs = resident_programs(n_rows, PREFETCH_WARPS, device)
+        return softmax_prefetch_kernel, (programs,), {**options, "num_warps": PREFETCH_WARPS}
+    warps = warps_for(block, VALUES_PER_THREAD)
+    return softmax_kernel, (n_rows,), {**options, "num_warps": warps}
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax of ``x`` over its last dimension, by :func:`softmax_kernel` (or, for rows
     of over 16K values, :func:`softmax_prefetch_kernel` and :func:`softmax_looped_kernel`).
@@ -176,25 +198,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     n_rows = x.numel() // n_cols
     if n_rows == 0:
         return out
-    acc = accumulator(x.dtype)
-    if n_cols > MAX_FUSED_COLS:
-        softmax_looped_kernel[(n_rows,)](
-            x, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK, EVEN=n_cols % LOOP_BLOCK == 0,
-            ALIGN=align_for(x.dtype, n_cols), num_warps=LOOP_WARPS,
-        )  # fmt: skip
-        return out
-    block = row_block(n_cols)
-    if block >= PREFETCH_FROM:
-        programs = resident_programs(n_rows, PREFETCH_WARPS, x.device)
-        softmax_prefetch_kernel[(programs,)](
-            x, out, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=PREFETCH_WARPS,
-        )  # fmt: skip
+    kernel, grid, options = forward_launch(n_rows, n_cols, x.dtype, x.device)
+    if kernel is softmax_prefetch_kernel:
+        # Fewer programs than rows: each needs to know where the rows end.
+        kernel[grid](x, out, n_rows, n_cols, **options)
     else:
-        softmax_kernel[(n_rows,)](
-            x, out, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=warps_for(block, VALUES_PER_THREAD),
-        )  # fmt: skip
+        kernel[grid](x, out, n_cols, **options)
     return out
 
 
@@ -223,28 +232,62 @@ def softmax_backward_kernel(
 
 
 @triton.jit
+def _dot_part(y_ptr, dy_ptr, base, offsets, mask, partial, ACC: tl.constexpr):
+    # The first pass over the values at base + offsets: add y * dy to the partial sums,
+    # and ask L2 to keep the values for the second pass.
+    y = tl.load(y_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+    dy = tl.load(dy_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+    return partial + tl.sum(y.to(ACC) * dy.to(ACC), axis=0)
+
+
+@triton.jit
+def _dx_part(y_ptr, dy_ptr, dx_ptr, base, offsets, mask, dot, ACC: tl.constexpr):
+    # The second pass over the values at base + offsets: dx = y * (dy - dot).
+    y = tl.load(y_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+    dy = tl.load(dy_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+    tl.store(dx_ptr + base + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def softmax_backward_looped_kernel(
-    y_ptr, dy_ptr, dx_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     # Rows too long for registers, in two passes over tiles: the sum of y * dy, then dx.
     # The eviction hints ask L2 to keep the row for the second pass, as in the forward
-    # kernel for long rows. EVEN: the row is a whole number of tiles.
+    # kernel for long rows. EVEN: the row is a whole number of tiles. ALIGN > 1: rows
+    # do not all start on a 16-byte boundary, and are walked in three parts
+    # (kernels/aligned_rows.py), as the forward kernel does.
     row = tl.program_id(0).to(tl.int64)
+    row_offset = row * n_cols
     cols = tl.arange(0, BLOCK_SIZE)
-    partial = tl.zeros((BLOCK_SIZE,), ACC)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        mask = (start + cols < n_cols) | EVEN
-        offsets = row * n_cols + start + cols
-        y = tl.load(y_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
-        partial += y.to(ACC) * dy.to(ACC)
-    dot = tl.sum(partial, axis=0)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        mask = (start + cols < n_cols) | EVEN
-        offsets = row * n_cols + start + cols
-        y = tl.load(y_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
-        dy = tl.load(dy_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
-        tl.store(dx_ptr + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+    dot = tl.zeros((), ACC)
+    if ALIGN > 1:
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        dot = _dot_part(y_ptr, dy_ptr, row_offset, edge, edge < head, dot, ACC)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            dot = _dot_part(y_ptr, dy_ptr, body_start + start, cols, body_mask, dot, ACC)
+        dot = _dot_part(y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, dot, ACC)
+        _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset, edge, edge < head, dot, ACC)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + start, cols, body_mask, dot, ACC)
+        _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + body_len, edge, edge < tail_len, dot, ACC)
+    else:
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            dot = _dot_part(y_ptr, dy_ptr, row_offset + start, cols, mask, dot, ACC)
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset + start, cols, mask, dot, ACC)
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
@@ -258,7 +301,8 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     if n_cols > BACKWARD_MAX_FUSED_COLS:
         softmax_backward_looped_kernel[(n_rows,)](
             rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
-            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, num_warps=BACKWARD_LOOP_WARPS,
+            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, ALIGN=align_for(y.dtype, n_cols),
+            num_warps=BACKWARD_LOOP_WARPS,
         )  # fmt: skip
     else:
         block = row_block(n_cols)

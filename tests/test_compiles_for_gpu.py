@@ -158,3 +158,12 @@ def test_attention_forward_stores_the_log_sum_exp_only_when_asked() -> None:
     without = ptx_of(kernel, signature, {**options, "lse_ptr": None}, aligned)
     stores = [len(re.findall(r"st\.global", ptx)) for ptx in (with_lse, without)]
     assert stores[0] > stores[1] > 0
+
+
+def test_softmax_backward_of_long_rows_loads_vectors_from_rows_of_odd_length() -> None:
+    signature = {"y_ptr": "*bf16", "dy_ptr": "*bf16", "dx_ptr": "*bf16", "n_cols": "i32"}
+    for align, vectors in ((8, True), (1, False)):
+        options = {"ACC": F32, "BLOCK_SIZE": 8192, "EVEN": False, "ALIGN": align}
+        ptx = ptx_of("kernels.softmax:softmax_backward_looped_kernel", signature, options,
+                     ("y_ptr", "dy_ptr", "dx_ptr"), num_warps=16)  # fmt: skip
+        assert vector_loads(ptx) == vectors
