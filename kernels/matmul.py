@@ -27,7 +27,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .checks import check_tensor, needs_grad
 from .first_order import first_order_only
-from .launch import cdiv, device_capability, launch_tuned, row_block
+from .launch import cdiv, device_capability, launch_tuned, multiprocessors, row_block
 from .runtime import interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
@@ -184,6 +184,52 @@ def matmul_tma_kernel(
 
 
 @triton.jit
+def matmul_tma_persistent_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    M_BUCKET,
+    ACTIVATION: tl.constexpr,
+    A_TRANSPOSED: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
+    DTYPE: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # matmul_tma_kernel made persistent: PROGRAMS programs (one or two per SM), each
+    # computing every PROGRAMS-th tile of C in turn, instead of one program per tile.
+    # When the tiles do not divide evenly among the SMs, the last wave of a one-tile-per-
+    # program grid leaves most SMs idle; here each program's share differs by at most
+    # one tile. FLATTEN asks Triton to pipeline the loop over tiles and the loop over K
+    # as one, so that the loads of a tile's first steps overlap the previous tile's
+    # epilogue (as Triton's persistent-matmul tutorial does).
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=FLATTEN):
+        tile_m, tile_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, k_steps):
+            if A_TRANSPOSED:
+                a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
+            else:
+                a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+            if B_TRANSPOSED:
+                b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
+            else:
+                b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+            acc = tile_dot(a, b, acc)
+        acc = epilogue(acc, ACTIVATION)
+        c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
+
+
+@triton.jit
 def tile_order_kernel(order_ptr, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     # Tiles of one element: the program writes its own number into the cell of C's tile
     # grid that grouped_tile gives it.
@@ -301,6 +347,19 @@ tuned_matmul_tma_kernel = triton.autotune(
     prune_configs_by={"early_config_prune": _candidates},
 )(matmul_tma_kernel)
 
+tuned_matmul_tma_persistent_kernel = triton.autotune(
+    configs=[
+        _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
+    ],
+    key=[*TUNING_KEY, "DTYPE", "PROGRAMS"],
+    prune_configs_by={"early_config_prune": _candidates},
+)(matmul_tma_persistent_kernel)
+
+# Whether matmul launches the persistent kernel where TMA applies (not yet measured on
+# a GPU against one program per tile), and with how many programs per SM.
+PERSISTENT = False
+PROGRAMS_PER_SM = 1
+
 
 def transposed(matrix: torch.Tensor) -> bool:
     """Whether ``matrix`` is stored as its transpose: its columns, not its rows, are
@@ -351,6 +410,11 @@ def _descriptor(matrix: torch.Tensor) -> TensorDescriptor:
 
 def _grid(M: int, N: int):
     return lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+
+
+def _persistent_grid(M: int, N: int, programs: int):
+    # No more programs than tiles.
+    return lambda meta: (min(programs, cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
 
 
 def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -404,6 +468,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     m_bucket = row_block(M)
     if tma_applies(a_rows, b_rows, c):
         descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
+        if PERSISTENT:
+            programs = 4 if interpreted() else PROGRAMS_PER_SM * multiprocessors(a.device)
+            launch_tuned(
+                tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs),
+                *descriptors, M, N, K, m_bucket, ACTIVATION=activation,
+                DTYPE=TRITON_DTYPES[a.dtype], PROGRAMS=programs, FLATTEN=True, **layout,
+            )  # fmt: skip
+            return c
         launch_tuned(
             tuned_matmul_tma_kernel, _grid(M, N), *descriptors, M, N, K, m_bucket,
             ACTIVATION=activation, DTYPE=TRITON_DTYPES[a.dtype], **layout,

@@ -89,6 +89,11 @@ def main(only):
         ("softmax_backward", (4096, 16384, 32768, 65536), None, (None,), ()),
         ("cross_entropy", (32000, 50257), None, (None,), ()),
         ("cross_entropy_backward", (50257,), None, (None,), ()),
+        ("softmax_backward", (50257,), None, (None,), ()),
+        ("matmul", (1024, 2048, 3072, 4096), "PERSISTENT", (False, True), ()),
+        ("matmul_nt", (2048, 4096, 8192), "PERSISTENT", (False, True), ()),
+        ("matmul_skinny", (16, 256), "PERSISTENT", (False, True), ()),
+        ("matmul", (1024, 3072), "PROGRAMS_PER_SM", (1, 2), ()),
     ]
     for name, sizes, knob, values, clear in plan:
         if only and only not in name:

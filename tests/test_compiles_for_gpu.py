@@ -167,3 +167,16 @@ def test_softmax_backward_of_long_rows_loads_vectors_from_rows_of_odd_length() -
         ptx = ptx_of("kernels.softmax:softmax_backward_looped_kernel", signature, options,
                      ("y_ptr", "dy_ptr", "dx_ptr"), num_warps=16)  # fmt: skip
         assert vector_loads(ptx) == vectors
+
+
+@pytest.mark.parametrize("flatten", [True, False], ids=["flattened", "nested"])
+def test_the_persistent_matmul_compiles(flatten: bool) -> None:
+    tiles = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
+             "c_desc": "tensordesc<bf16[128, 128]>"}  # fmt: skip
+    signature = {**tiles, "M": "i32", "N": "i32", "K": "i32", "M_BUCKET": "i32"}
+    options = {"ACTIVATION": "none", "A_TRANSPOSED": False, "B_TRANSPOSED": False,
+               "DTYPE": tl.bfloat16, "PROGRAMS": 132, "FLATTEN": flatten, "BLOCK_M": 128,
+               "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}  # fmt: skip
+    ptx = ptx_of("kernels.matmul:matmul_tma_persistent_kernel", signature, options, (),
+                 num_warps=8)  # fmt: skip
+    assert "wgmma" in ptx and "cp.async.bulk.tensor" in ptx

@@ -17,6 +17,8 @@ from kernels import launch, matmul
 from kernels.bench import check
 
 HALF = (torch.float16, torch.bfloat16)
+TUNED_KERNELS = (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel,
+                 matmul.tuned_matmul_tma_persistent_kernel)  # fmt: skip
 
 
 def half(*shape: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
@@ -240,11 +242,11 @@ def test_few_rows_match_float64(m: int, transposed: bool) -> None:
 def fresh_autotune_cache():
     """Empty autotune caches, so that what a test launches is tuned afresh and the
     caches hold only its keys."""
-    for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
+    for kernel in TUNED_KERNELS:
         kernel.cache.clear()
     launch._chosen.clear()  # launch_tuned's own record of the autotuners' choices
     yield
-    for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
+    for kernel in TUNED_KERNELS:
         kernel.cache.clear()
     launch._chosen.clear()
 
@@ -415,3 +417,18 @@ def test_a_descriptor_built_without_checks_equals_triton_s() -> None:
     for matrix in (a, randn(64, 40, dtype=torch.float16).t().t(), a[:, :32]):
         assert matmul._descriptor(matrix) == TensorDescriptor.from_tensor(matrix, [1, 1])
         assert type(matmul._descriptor(matrix)) is TensorDescriptor
+
+
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["a@b", "a@w.t()"])
+def test_the_persistent_kernel_gives_the_product(
+    b_transposed: bool, monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    # More tiles than programs (the interpreter runs four): each program takes several
+    # tiles in turn, and the last takes fewer.
+    monkeypatch.setattr(matmul, "PERSISTENT", True)
+    a = randn(70, 64, dtype=torch.float16, seed=1)
+    w = randn(40, 64, dtype=torch.float16)
+    b = w.t() if b_transposed else w.t().contiguous()
+    out = matmul.matmul(a, b, "relu")
+    assert_close_to_float64(out, torch.relu(a.double() @ b.double()), torch.float16)
+    assert matmul.tuned_matmul_tma_persistent_kernel.cache
