@@ -52,7 +52,7 @@ from . import (
     swiglu,
     vector_add,
 )
-from .launch import accumulator, row_block, warps_for
+from .launch import accumulator
 from .runtime import interpreted, kernel_device
 
 # Calls per timing, timings per way (the median is kept), and warm-up calls per way.
@@ -155,12 +155,9 @@ def softmax_case(device: torch.device) -> LaunchCase:
     the launcher's one-row kernel."""
     (x,) = _randn((ROWS, COLS), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
-    block = row_block(COLS)
-    bare = _launch(
-        softmax.softmax_kernel, (ROWS,), x, out, COLS, ACC=accumulator(x.dtype),
-        BLOCK_SIZE=block, EVEN=block == COLS,
-        num_warps=warps_for(block, softmax.VALUES_PER_THREAD),
-    )  # fmt: skip
+    kind, grid, options = softmax.forward_launch(ROWS, COLS, x.dtype, device)
+    assert kind == "row", kind
+    bare = _launch(softmax.softmax_kernel, grid, x, out, COLS, **options)
     return LaunchCase(
         inputs=_describe(x=x),
         triton=lambda: softmax.softmax(x),

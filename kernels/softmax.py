@@ -162,22 +162,22 @@ def softmax_looped_kernel(
 @functools.cache
 def forward_launch(
     n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device
-) -> tuple[object, tuple[int], dict[str, object]]:
+) -> tuple[str, tuple[int], dict[str, object]]:
     """Which forward kernel :func:`softmax` launches for ``n_rows`` rows of ``n_cols``
-    values of ``dtype`` on ``device``, its grid and compile-time arguments: worked out
-    once per shape, since a launcher's Python is paid at every call."""
+    values of ``dtype`` on ``device`` (``"row"``, ``"prefetch"`` or ``"looped"``), its
+    grid and compile-time arguments: worked out once per shape, since a launcher's
+    Python is paid at every call."""
     acc = accumulator(dtype)
     if n_cols > MAX_FUSED_COLS:
         options = {"ACC": acc, "BLOCK_SIZE": LOOP_BLOCK, "EVEN": n_cols % LOOP_BLOCK == 0,
                    "ALIGN": align_for(dtype, n_cols), "num_warps": LOOP_WARPS}  # fmt: skip
-        return softmax_looped_kernel, (n_rows,), options
+        return "looped", (n_rows,), options
     block = row_block(n_cols)
     options = {"ACC": acc, "BLOCK_SIZE": block, "EVEN": block == n_cols}
     if block >= PREFETCH_FROM:
         programs = resident_programs(n_rows, PREFETCH_WARPS, device)
-        return softmax_prefetch_kernel, (programs,), {**options, "num_warps": PREFETCH_WARPS}
-    warps = warps_for(block, VALUES_PER_THREAD)
-    return softmax_kernel, (n_rows,), {**options, "num_warps": warps}
+        return "prefetch", (programs,), {**options, "num_warps": PREFETCH_WARPS}
+    return "row", (n_rows,), {**options, "num_warps": warps_for(block, VALUES_PER_THREAD)}
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -198,12 +198,14 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     n_rows = x.numel() // n_cols
     if n_rows == 0:
         return out
-    kernel, grid, options = forward_launch(n_rows, n_cols, x.dtype, x.device)
-    if kernel is softmax_prefetch_kernel:
+    kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, x.device)
+    if kind == "row":
+        softmax_kernel[grid](x, out, n_cols, **options)
+    elif kind == "prefetch":
         # Fewer programs than rows: each needs to know where the rows end.
-        kernel[grid](x, out, n_rows, n_cols, **options)
+        softmax_prefetch_kernel[grid](x, out, n_rows, n_cols, **options)
     else:
-        kernel[grid](x, out, n_cols, **options)
+        softmax_looped_kernel[grid](x, out, n_cols, **options)
     return out
 
 
