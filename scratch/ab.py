@@ -78,6 +78,8 @@ def main(only):
         ("layer_norm", (768, 1024, 5120, 7168, 16384), "FORWARD_TILE", (1024, 2048, 4096, 8192),
          (layer_norm.forward_launch,)),
         ("layer_norm_fp16", (768,), "FORWARD_TILE", (1024, 4096), (layer_norm.forward_launch,)),
+        ("layer_norm", (5120, 7168), "FORWARD_MOST_WARPS", (4, 8, 16, 32),
+         (layer_norm.forward_launch,)),
         ("rms_norm", (768, 1024, 5120), "FORWARD_TILE", (1024, 2048, 4096, 8192),
          (rms_norm.forward_launch,)),
         ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_PREFETCH", (False, True), ()),
