@@ -41,10 +41,14 @@ def rate(spec, size):
     return spec.work(size, spec.dtype) / ms / scale
 
 
-def run(name, sizes, knob=None, values=(None,), clear=()):
+def run(name, sizes, knob=None, values=(None,), clear=(), fixed=None):
     spec = SPECS[name]
     module = importlib.import_module(spec.module) if knob else None
     original = getattr(module, knob) if knob else None
+    # Other knobs held at a value for this sweep (restored after).
+    held = {k: getattr(module, k) for k in (fixed or {})}
+    for k, v in (fixed or {}).items():
+        setattr(module, k, v)
     for value in values:
         if knob:
             setattr(module, knob, value)
@@ -66,6 +70,8 @@ def run(name, sizes, knob=None, values=(None,), clear=()):
                             "record": rec, "best": best, "best_rate": best_rate})
     if knob:
         setattr(module, knob, original)
+        for k, v in held.items():
+            setattr(module, k, v)
         for fn in clear:
             fn.cache_clear()
 
@@ -95,12 +101,12 @@ def main(only):
         ("matmul", (1024, 2048, 3072, 4096), "PERSISTENT", (False, True), ()),
         ("matmul_nt", (2048, 4096, 8192), "PERSISTENT", (False, True), ()),
         ("matmul_skinny", (16, 256), "PERSISTENT", (False, True), ()),
-        ("matmul", (1024, 3072), "PROGRAMS_PER_SM", (1, 2), ()),
+        ("matmul", (1024, 3072), "PROGRAMS_PER_SM", (1, 2), (), {"PERSISTENT": True}),
     ]
-    for name, sizes, knob, values, clear in plan:
+    for name, sizes, knob, values, clear, *fixed in plan:
         if only and only not in name:
             continue
-        run(name, sizes, knob, values, clear)
+        run(name, sizes, knob, values, clear, *fixed)
     if not only or only == "launch":
         from kernels import launch_record
         record = launch_record.measure_launch_overhead()
