@@ -192,7 +192,8 @@ def layer_norm_case(device: torch.device) -> LaunchCase:
     x, weight, bias = _randn((ROWS, COLS), (COLS,), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
     # Without a gradient to compute, the launcher keeps no statistics: nor does this.
-    grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype, stats=False)
+    kind, grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype, stats=False)
+    assert kind == "tile", kind
     bare = _launch(
         layer_norm.layer_norm_forward_kernel, grid, x, weight, bias, out, out, out, ROWS, COLS,
         LAYER_NORM_EPS, **options,

@@ -86,6 +86,57 @@ def layer_norm_forward_kernel(
 
 
 @triton.jit
+def layer_norm_forward_chunked_kernel(
+    x_ptr,
+    weight_ptr,
+    bias_ptr,
+    out_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    CHUNK: tl.constexpr,
+    STATS: tl.constexpr,
+):
+    # For rows whose length is not a power of two but a multiple of CHUNK (5120, 7168):
+    # the one-tile kernel would pad them to the next power of two (8192), holding
+    # registers for lanes that carry nothing. Here one program walks its row in
+    # CHUNK-value tiles, twice, as the long-row softmax does: the first pass reads the
+    # row from memory (asking L2 to keep it) and keeps, per lane, a running mean and sum
+    # of squared deviations (Welford's update, which does not cancel as a sum of squares
+    # does for values far from zero); the second reads the row again, from L2, and
+    # writes the output.
+    row = tl.program_id(0).to(tl.int64)
+    base = row * n_cols
+    cols = tl.arange(0, CHUNK)
+    lane_mean = tl.zeros((CHUNK,), ACC)
+    lane_m2 = tl.zeros((CHUNK,), ACC)
+    steps = n_cols // CHUNK
+    for step in range(0, steps):
+        x = tl.load(x_ptr + base + step * CHUNK + cols, eviction_policy="evict_last").to(ACC)
+        delta = x - lane_mean
+        lane_mean += delta / (step + 1)
+        lane_m2 += delta * (x - lane_mean)
+    # Every lane saw the same number of values: the row's mean is the lanes' mean, and
+    # its sum of squared deviations adds the spread of the lanes' means (Chan et al.).
+    mean = tl.sum(lane_mean, axis=0) / CHUNK
+    spread = lane_mean - mean
+    m2 = tl.sum(lane_m2, axis=0) + steps * tl.sum(spread * spread, axis=0)
+    rstd = 1.0 / tl.sqrt(m2 / n_cols + eps)
+    for step in range(0, steps):
+        offsets = step * CHUNK + cols
+        x = tl.load(x_ptr + base + offsets, eviction_policy="evict_first").to(ACC)
+        weight = tl.load(weight_ptr + offsets).to(ACC)
+        bias = tl.load(bias_ptr + offsets).to(ACC)
+        y = (x - mean) * rstd * weight + bias
+        tl.store(out_ptr + base + offsets, y.to(out_ptr.dtype.element_ty))
+    if STATS:
+        tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
 def _input_gradient(x_hat, weighted_dy, rstd, n_cols, AXIS: tl.constexpr):
     """dx = rstd * (w*dy - mean(w*dy) - x_hat * mean(w*dy * x_hat)), the means taken
     along AXIS, the row; ``rstd`` broadcasts against the tile."""
@@ -247,6 +298,10 @@ FORWARD_MOST_WARPS = 8
 # Values a forward program takes: rows of fewer values are taken several at a time
 # (a guess from the shape of the problem, not yet swept on a GPU).
 FORWARD_TILE = 4096
+# Rows whose length is not a power of two but a multiple of this many values (and at
+# least four times it) take the chunked forward kernel; 0 turns it off. Off until
+# measured on a GPU against the padded one-tile kernel.
+FORWARD_CHUNK = 0
 # Rows of fewer values than this are taken several at a time in the backward pass.
 BACKWARD_TILE = 8192
 # Warps each multiprocessor is given by the persistent backward kernel: more hide
@@ -271,21 +326,29 @@ ROWS_PER_CHUNK = 512
 @functools.cache
 def forward_launch(
     n_rows: int, n_cols: int, dtype: torch.dtype, stats: bool
-) -> tuple[tuple[int], dict[str, object]]:
-    """The grid and the compile-time arguments of :func:`layer_norm_forward_kernel` for
-    ``n_rows`` rows of ``n_cols`` values of ``dtype``; ``stats``: store each row's mean
-    and inverse standard deviation. Worked out once per shape."""
+) -> tuple[str, tuple[int], dict[str, object]]:
+    """Which forward kernel runs rows of ``n_cols`` values of ``dtype`` (``"tile"``:
+    :func:`layer_norm_forward_kernel`, ``"chunked"``:
+    :func:`layer_norm_forward_chunked_kernel`), its grid and compile-time arguments;
+    ``stats``: store each row's mean and inverse standard deviation. Worked out once
+    per shape."""
     block = row_block(n_cols)
+    acc = accumulator(dtype)
+    chunk = FORWARD_CHUNK
+    if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
+        options = {"ACC": acc, "CHUNK": chunk, "STATS": stats,
+                   "num_warps": warps_for(chunk, per_thread=8)}  # fmt: skip
+        return "chunked", (n_rows,), options
     rows = max(1, FORWARD_TILE // block)
     options = {
-        "ACC": accumulator(dtype),
+        "ACC": acc,
         "BLOCK_SIZE": block,
         "ROWS": rows,
         "EVEN": block == n_cols,
         "STATS": stats,
         "num_warps": warps_for(rows * block, most=FORWARD_MOST_WARPS),
     }
-    return (cdiv(n_rows, rows),), options
+    return "tile", (cdiv(n_rows, rows),), options
 
 
 def _forward(x, weight, bias, eps, stats=True):
@@ -301,10 +364,15 @@ def _forward(x, weight, bias, eps, stats=True):
         # Not written by a kernel compiled with STATS=False: any pointer will do.
         mean = rstd = out
     if n_rows:
-        grid, options = forward_launch(n_rows, n_cols, x.dtype, stats)
-        layer_norm_forward_kernel[grid](
-            x, weight, bias, out, mean, rstd, n_rows, n_cols, eps, **options
-        )
+        kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, stats)
+        if kind == "chunked":
+            layer_norm_forward_chunked_kernel[grid](
+                x, weight, bias, out, mean, rstd, n_cols, eps, **options
+            )
+        else:
+            layer_norm_forward_kernel[grid](
+                x, weight, bias, out, mean, rstd, n_rows, n_cols, eps, **options
+            )
     return out, mean, rstd
 
 

@@ -180,3 +180,25 @@ def test_the_persistent_matmul_compiles(flatten: bool) -> None:
     ptx = ptx_of("kernels.matmul:matmul_tma_persistent_kernel", signature, options, (),
                  num_warps=8)  # fmt: skip
     assert "wgmma" in ptx and "cp.async.bulk.tensor" in ptx
+
+
+def test_layer_norm_chunked_forward_loads_vectors() -> None:
+    signature = {
+        "x_ptr": "*bf16",
+        "weight_ptr": "*bf16",
+        "bias_ptr": "*bf16",
+        "out_ptr": "*bf16",
+        "mean_ptr": "*fp32",
+        "rstd_ptr": "*fp32",
+        "n_cols": "i32",
+        "eps": "fp32",
+    }
+    options = {"ACC": F32, "CHUNK": 1024, "STATS": True}
+    ptx = ptx_of(
+        "kernels.layer_norm:layer_norm_forward_chunked_kernel",
+        signature,
+        options,
+        ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr", "n_cols"),
+        num_warps=4,
+    )
+    assert vector_loads(ptx)

@@ -230,3 +230,24 @@ def test_takes_numpy_numbers_for_eps(norm: str) -> None:
     torch.testing.assert_close(
         norm_call(norm, x, weight, bias, eps=1), norm_call(norm, x, weight, bias, eps=1.0)
     )
+
+
+def test_layer_norm_chunked_forward_matches_float64(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows of 5 * 16 values, walked in chunks of 16; away from zero, where a one-pass
+    # sum of squares would cancel (Welford's update does not). Further out, float32
+    # inputs themselves carry more error than the tolerance.
+    monkeypatch.setattr(layer_norm, "FORWARD_CHUNK", 16)
+    layer_norm.forward_launch.cache_clear()
+    try:
+        shape, dtype = (7, 80), torch.float32
+        assert layer_norm.forward_launch(*shape, dtype, False)[0] == "chunked"
+        x = randn(*shape, dtype=dtype) + 100
+        weight, bias = params(shape[1], dtype)
+        out = layer_norm.layer_norm(x, weight, bias)
+        reference = layer_norm.torch_layer_norm(x.double(), weight.double(), bias.double())
+        assert_close_to_float64(out, reference, dtype)
+        # With a gradient recorded, the kernel stores the statistics the backward needs.
+        assert layer_norm.forward_launch(*shape, dtype, True)[0] == "chunked"
+        assert_layer_norm_grads_match_float64(shape)
+    finally:
+        layer_norm.forward_launch.cache_clear()
