@@ -109,7 +109,11 @@ for seed in (42, 42, 7):
 # [0, 1); it exceeds ``p`` with probability ``1 - p``, and those elements are kept.
 # ``scale`` is ``1 / (1 - p)``, computed once by the launcher; ``tl.where`` picks the
 # scaled value or zero lane by lane. The mask ``offsets < n_elements`` keeps the last
-# tile inside the vector, as in the vector addition; it is not the dropout mask.
+# tile inside the vector, as in the vector addition; it is not the dropout mask. Only
+# the tile that runs past the end needs it: ``dropout_kernel`` gives every other tile
+# the branch without a mask (``MASKED`` is a ``tl.constexpr``, so each branch is
+# compiled on its own), which loads and stores 16 bytes at a time even when the length
+# is not a multiple of 16, as the vector addition's launcher does.
 #
 # Each element costs a quarter of a Philox call, against a whole call per element with
 # ``tl.rand``. The launcher passes ``seed`` as an argument, and the backward pass runs

@@ -27,12 +27,21 @@ MAX_ELEMENTS = 2**31 - 1
 
 
 @triton.jit
-def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale):
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
+def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale,
+                     MASKED: tl.constexpr):  # fmt: skip
+    # MASKED: the quarter may run past the end. Unmasked, its loads and stores are
+    # vectors whatever the length (see add_tail_apart_kernel in kernels/vector_add.py).
+    if MASKED:
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+    else:
+        x = tl.load(x_ptr + offsets)
     keep = tl.uint_to_uniform_float(random_bits) > p
-    y = tl.where(keep, x.to(tl.float32) * scale, 0.0)
-    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+    y = tl.where(keep, x.to(tl.float32) * scale, 0.0).to(out_ptr.dtype.element_ty)
+    if MASKED:
+        tl.store(out_ptr + offsets, y, mask=mask)
+    else:
+        tl.store(out_ptr + offsets, y)
 
 
 @triton.jit
@@ -43,11 +52,20 @@ def dropout_kernel(x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.co
     # and the counter, so any program can regenerate any part of the mask.
     counters = pid * QUARTER + tl.arange(0, QUARTER)
     r0, r1, r2, r3 = tl.randint4x(seed, counters)
-    start = pid * BLOCK_SIZE + tl.arange(0, QUARTER)
-    _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale)
+    first = pid.to(tl.int64) * BLOCK_SIZE
+    start = first + tl.arange(0, QUARTER)
+    # Only a tile that runs past the end needs masks: every other takes the branch
+    # without them, which loads and stores in vectors even for an odd length.
+    if first + BLOCK_SIZE <= n_elements:
+        _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, False)
+    else:
+        _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, True)
 
 
 def _check_p_and_seed(p: object, seed: object) -> tuple[float, int]:

@@ -202,3 +202,12 @@ def test_layer_norm_chunked_forward_loads_vectors() -> None:
         num_warps=4,
     )
     assert vector_loads(ptx)
+
+
+def test_dropout_loads_vectors_whatever_the_length() -> None:
+    # The length is not promised to be a multiple of 16: full tiles still load vectors.
+    signature = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "p": "fp32",
+                 "scale": "fp32", "seed": "i64"}  # fmt: skip
+    ptx = ptx_of("kernels.dropout:dropout_kernel", signature, {"BLOCK_SIZE": 4096},
+                 ("x_ptr", "out_ptr"), num_warps=4)  # fmt: skip
+    assert vector_loads(ptx)
