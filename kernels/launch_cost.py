@@ -172,7 +172,8 @@ def rms_norm_case(device: torch.device) -> LaunchCase:
     x, weight = _randn((ROWS, COLS), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
     # The launcher's own grid and options, so that the same kernel is compiled and run.
-    grid, options = rms_norm.forward_launch(ROWS, COLS)
+    kind, grid, options = rms_norm.forward_launch(ROWS, COLS)
+    assert kind == "tile", kind
     bare = _launch(
         rms_norm.rms_norm_kernel, grid, x, weight, out, ROWS, COLS, RMS_EPS,
         ACC=accumulator(x.dtype), **options,

@@ -40,6 +40,10 @@ MAX_COLS = 65536
 # Values a forward program takes: rows of fewer values are taken several at a time
 # (a guess from the shape of the problem, not yet swept on a GPU).
 FORWARD_TILE = 4096
+# Rows whose length is not a power of two but a multiple of this many values (and at
+# least four times it) take the chunked kernel; 0 turns it off. Off until measured on
+# a GPU against the padded one-tile kernel.
+FORWARD_CHUNK = 0
 
 
 def _warps(values: int) -> int:
@@ -85,16 +89,43 @@ def rms_norm_kernel(
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def rms_norm_chunked_kernel(
+    x_ptr, weight_ptr, out_ptr, n_cols, eps, ACC: tl.constexpr, CHUNK: tl.constexpr
+):
+    # For rows whose length is not a power of two but a multiple of CHUNK (5120): one
+    # program walks its row in CHUNK-value tiles instead of padding it to one tile of
+    # the next power of two, twice, as LayerNorm's chunked kernel does: the sum of
+    # squares (asking L2 to keep the row), then the output (reading it from L2).
+    row = tl.program_id(0).to(tl.int64)
+    base = row * n_cols
+    cols = tl.arange(0, CHUNK)
+    squares = tl.zeros((CHUNK,), ACC)
+    for start in range(0, n_cols, CHUNK):
+        x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_last").to(ACC)
+        squares += x * x
+    inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, CHUNK):
+        x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_first").to(ACC)
+        weight = tl.load(weight_ptr + start + cols).to(ACC)
+        y = x * inv_rms * weight
+        tl.store(out_ptr + base + start + cols, y.to(out_ptr.dtype.element_ty))
+
+
 @functools.cache
-def forward_launch(n_rows: int, n_cols: int) -> tuple[tuple[int], dict[str, object]]:
-    """The grid, rows per program, tile and warps of :func:`rms_norm_kernel` for
-    ``n_rows`` rows of ``n_cols`` values (the accumulator type aside). Worked out once
-    per shape."""
+def forward_launch(n_rows: int, n_cols: int) -> tuple[str, tuple[int], dict[str, object]]:
+    """Which forward kernel runs ``n_rows`` rows of ``n_cols`` values (``"tile"``:
+    :func:`rms_norm_kernel`, ``"chunked"``: :func:`rms_norm_chunked_kernel`), its grid,
+    and its compile-time arguments (the accumulator type aside). Worked out once per
+    shape."""
     block = row_block(n_cols)
+    chunk = FORWARD_CHUNK
+    if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
+        return "chunked", (n_rows,), {"CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)}
     rows = max(1, FORWARD_TILE // block)
     options = {"BLOCK_SIZE": block, "ROWS": rows, "EVEN": block == n_cols,
                "num_warps": _warps(rows * block)}  # fmt: skip
-    return (cdiv(n_rows, rows),), options
+    return "tile", (cdiv(n_rows, rows),), options
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -112,10 +143,15 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     if n_rows:
-        grid, options = forward_launch(n_rows, n_cols)
-        rms_norm_kernel[grid](
-            x, weight, out, n_rows, n_cols, eps, ACC=accumulator(x.dtype), **options
-        )
+        kind, grid, options = forward_launch(n_rows, n_cols)
+        if kind == "chunked":
+            rms_norm_chunked_kernel[grid](
+                x, weight, out, n_cols, eps, ACC=accumulator(x.dtype), **options
+            )
+        else:
+            rms_norm_kernel[grid](
+                x, weight, out, n_rows, n_cols, eps, ACC=accumulator(x.dtype), **options
+            )
     return out
 
 

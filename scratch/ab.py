@@ -92,6 +92,8 @@ def main(only):
          (layer_norm.forward_launch,)),
         ("rms_norm", (768, 1024, 5120), "FORWARD_TILE", (1024, 2048, 4096, 8192),
          (rms_norm.forward_launch,)),
+        ("rms_norm", (5120, 7168), "FORWARD_CHUNK", (0, 512, 1024), (rms_norm.forward_launch,)),
+        ("dropout", (3_000_001, 100_000_001), None, (None,), ()),
         ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_PREFETCH", (False, True), ()),
         ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_WARPS_PER_SM", (8, 16, 32), ()),
         ("rms_norm_backward", (768, 4096, 7168), "BACKWARD_TILE", (2048, 4096, 8192), ()),

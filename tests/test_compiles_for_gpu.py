@@ -211,3 +211,15 @@ def test_dropout_loads_vectors_whatever_the_length() -> None:
     ptx = ptx_of("kernels.dropout:dropout_kernel", signature, {"BLOCK_SIZE": 4096},
                  ("x_ptr", "out_ptr"), num_warps=4)  # fmt: skip
     assert vector_loads(ptx)
+
+
+def test_rms_norm_chunked_forward_loads_vectors() -> None:
+    signature = {"x_ptr": "*bf16", "weight_ptr": "*bf16", "out_ptr": "*bf16", "n_cols": "i32",
+                 "eps": "fp32"}  # fmt: skip
+    ptx = ptx_of(
+        "kernels.rms_norm:rms_norm_chunked_kernel",
+        signature,
+        {"ACC": F32, "CHUNK": 1024},
+        ("x_ptr", "weight_ptr", "out_ptr", "n_cols"),
+    )
+    assert vector_loads(ptx)

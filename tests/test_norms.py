@@ -251,3 +251,17 @@ def test_layer_norm_chunked_forward_matches_float64(monkeypatch: pytest.MonkeyPa
         assert_layer_norm_grads_match_float64(shape)
     finally:
         layer_norm.forward_launch.cache_clear()
+
+
+def test_rms_norm_chunked_forward_matches_float64(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows of 5 * 16 values, walked in chunks of 16.
+    monkeypatch.setattr(rms_norm, "FORWARD_CHUNK", 16)
+    rms_norm.forward_launch.cache_clear()
+    try:
+        shape = (7, 80)
+        assert rms_norm.forward_launch(*shape)[0] == "chunked"
+        x, weight = randn(*shape) + 3, 1 + 0.1 * randn(shape[1], seed=1)
+        reference = rms_norm.torch_rms_norm(x.double(), weight.double())
+        assert_close_to_float64(rms_norm.rms_norm(x, weight), reference, torch.float32)
+    finally:
+        rms_norm.forward_launch.cache_clear()
