@@ -85,7 +85,7 @@ for seed in (42, 42, 7):
 #        r0, r1, r2, r3 = philox(seed, counters)       # four numbers per counter
 #        for q in 0, 1, 2, 3:                          # the four quarters of the tile
 #            offsets = pid * BLOCK_SIZE + q * BLOCK_SIZE/4 + [0, 1, ..., BLOCK_SIZE/4 - 1]
-#            keep = uniform(r_q) > p                   # true with probability 1 - p
+#            keep = uniform(r_q) >= p                  # true with probability 1 - p
 #            out[offsets] = x[offsets] / (1 - p) where keep, else 0
 #
 # The counters of program ``pid`` follow those of program ``pid - 1``, so no two
@@ -106,7 +106,8 @@ for seed in (42, 42, 7):
 #    :pyobject: _dropout_quarter
 #
 # ``tl.uint_to_uniform_float`` turns 32 random bits into a float spread evenly over
-# [0, 1); it exceeds ``p`` with probability ``1 - p``, and those elements are kept.
+# [0, 1); it is at least ``p`` with probability ``1 - p``, and those elements are kept
+# (at least, not above: the draw can be exactly 0, which ``p = 0`` must keep).
 # ``scale`` is ``1 / (1 - p)``, computed once by the launcher; ``tl.where`` picks the
 # scaled value or zero lane by lane. The mask ``offsets < n_elements`` keeps the last
 # tile inside the vector, as in the vector addition; it is not the dropout mask. Only

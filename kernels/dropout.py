@@ -36,7 +36,9 @@ def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale,
         x = tl.load(x_ptr + offsets, mask=mask)
     else:
         x = tl.load(x_ptr + offsets)
-    keep = tl.uint_to_uniform_float(random_bits) > p
+    # Kept where the uniform draw is at least p: with probability 1 - p, and always for
+    # p = 0 (the draw can be exactly 0, which "> p" would drop).
+    keep = tl.uint_to_uniform_float(random_bits) >= p
     y = tl.where(keep, x.to(tl.float32) * scale, 0.0).to(out_ptr.dtype.element_ty)
     if MASKED:
         tl.store(out_ptr + offsets, y, mask=mask)
@@ -164,7 +166,12 @@ def keep_mask(n_elements: int, p: float, seed: int, device: torch.device) -> tor
     counters = tile * quarter + within % quarter
     streams = torch.stack(philox4x32(counters, seed))
     bits = streams.gather(0, (within // quarter).unsqueeze(0)).squeeze(0)
-    return _uniform(bits) > torch.tensor(p, dtype=torch.float32)
+    return keeps(bits, p)
+
+
+def keeps(bits: torch.Tensor, p: float) -> torch.Tensor:
+    """Whether :func:`dropout_kernel` keeps the elements whose random words are ``bits``."""
+    return _uniform(bits) >= torch.tensor(p, dtype=torch.float32)
 
 
 P = 0.5

@@ -41,6 +41,14 @@ def test_share_of_zeros_is_close_to_p() -> None:
     assert abs(share - 0.25) < 0.005
 
 
+def test_a_draw_of_exactly_zero_is_kept_at_p_zero() -> None:
+    # The words 0 and 2**32 - 1 both give the uniform draw 0.0 (probability 2**-31 per
+    # element): p = 0 must keep them, p = 1 drop everything.
+    extremes = torch.tensor([0, 2**32 - 1, 2**31 - 1, 2**31], dtype=torch.int64)
+    assert dropout.keeps(extremes, 0.0).all()
+    assert not dropout.keeps(extremes, 1.0).any()
+
+
 def test_p_zero_and_one() -> None:
     x = randn(1000)
     assert torch.equal(dropout.dropout(x, 0.0, seed=1), x)
