@@ -234,12 +234,12 @@ def softmax_backward_kernel(
 
 
 @triton.jit
-def _dot_part(y_ptr, dy_ptr, base, offsets, mask, partial, ACC: tl.constexpr):
-    # The first pass over the values at base + offsets: add y * dy to the partial sums,
-    # and ask L2 to keep the values for the second pass.
+def _products(y_ptr, dy_ptr, base, offsets, mask, ACC: tl.constexpr):
+    # The first pass over the values at base + offsets: y * dy, lane by lane, with the
+    # values asked to stay in L2 for the second pass.
     y = tl.load(y_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
     dy = tl.load(dy_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
-    return partial + tl.sum(y.to(ACC) * dy.to(ACC), axis=0)
+    return y.to(ACC) * dy.to(ACC)
 
 
 @triton.jit
@@ -269,15 +269,19 @@ def softmax_backward_looped_kernel(
     row = tl.program_id(0).to(tl.int64)
     row_offset = row * n_cols
     cols = tl.arange(0, BLOCK_SIZE)
-    dot = tl.zeros((), ACC)
+    # Products are summed lane by lane over the tiles and across lanes once at the end:
+    # one reduction per row, not one per tile.
+    partial = tl.zeros((BLOCK_SIZE,), ACC)
     if ALIGN > 1:
         head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
         edge = tl.arange(0, ALIGN)
-        dot = _dot_part(y_ptr, dy_ptr, row_offset, edge, edge < head, dot, ACC)
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
-            dot = _dot_part(y_ptr, dy_ptr, body_start + start, cols, body_mask, dot, ACC)
-        dot = _dot_part(y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, dot, ACC)
+            partial += _products(y_ptr, dy_ptr, body_start + start, cols, body_mask, ACC)
+        edges = _products(y_ptr, dy_ptr, row_offset, edge, edge < head, ACC) + _products(
+            y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, ACC
+        )
+        dot = tl.sum(partial, axis=0) + tl.sum(edges, axis=0)
         _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset, edge, edge < head, dot, ACC)
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
@@ -286,7 +290,8 @@ def softmax_backward_looped_kernel(
     else:
         for start in range(0, n_cols, BLOCK_SIZE):
             mask = (start + cols < n_cols) | EVEN
-            dot = _dot_part(y_ptr, dy_ptr, row_offset + start, cols, mask, dot, ACC)
+            partial += _products(y_ptr, dy_ptr, row_offset + start, cols, mask, ACC)
+        dot = tl.sum(partial, axis=0)
         for start in range(0, n_cols, BLOCK_SIZE):
             mask = (start + cols < n_cols) | EVEN
             _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset + start, cols, mask, dot, ACC)
