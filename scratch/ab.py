@@ -1,7 +1,10 @@
 """GPU A/B: the Triton launcher's kernel-time rate now, at chosen sizes and knob values,
 beside the recorded Triton rate and the recorded fastest baseline at that size.
 
-    python3 scratch/ab.py [filter]      (prints one line per point; writes ab.json to $OUT)
+    python3 scratch/ab.py [FILTER]      (prints one line per point; writes ab.json to $OUT)
+
+FILTER: comma-separated parts of benchmark names to run, or with "-" to skip
+("-matmul,-flash,launch" runs the rest and the launch overhead; "matmul,flash" those).
 """
 import functools
 import importlib
@@ -41,6 +44,13 @@ def rate(spec, size):
     return spec.work(size, spec.dtype) / ms / scale
 
 
+def _shown_value(value):
+    # A tiles dict is shown by its head-dim-128 entries only.
+    if isinstance(value, dict):
+        return ";".join(f"{k[0]}={tuple(vars(v).values())}" for k, v in value.items() if k[1] == 128)
+    return str(value)
+
+
 def run(name, sizes, knob=None, values=(None,), clear=(), fixed=None):
     spec = SPECS[name]
     module = importlib.import_module(spec.module) if knob else None
@@ -59,14 +69,16 @@ def run(name, sizes, knob=None, values=(None,), clear=(), fixed=None):
             try:
                 now = rate(spec, size)
             except Exception as e:  # noqa: BLE001 - report and go on
-                print(f"{name} {size} {knob}={value}: FAILED {type(e).__name__}: {e}"[:400], flush=True)
-                RESULTS.append({"name": name, "size": size, "knob": knob, "value": value, "error": str(e)[:300]})
+                print(f"{name} {size} {knob}={_shown_value(value)}: FAILED {type(e).__name__}: {e}"[:400], flush=True)
+                RESULTS.append({"name": name, "size": size, "knob": knob,
+                                "value": _shown_value(value), "error": str(e)[:300]})
                 continue
             rec, best, best_rate = recorded(name, size)
             ratio = now / best_rate if best_rate else float("nan")
-            print(f"{name:24s} {size:>10,} {knob or '':>22}={value!s:<6} now {now:8.1f} | record {rec or 0:8.1f}"
+            shown = _shown_value(value)
+            print(f"{name:24s} {size:>10,} {knob or '':>22}={shown:<6} now {now:8.1f} | record {rec or 0:8.1f}"
                   f" | best {best} {best_rate or 0:8.1f} | now/best {ratio:5.2f}  ({time.time()-t0:.1f}s)", flush=True)
-            RESULTS.append({"name": name, "size": size, "knob": knob, "value": value, "now": now,
+            RESULTS.append({"name": name, "size": size, "knob": knob, "value": _shown_value(value), "now": now,
                             "record": rec, "best": best, "best_rate": best_rate})
     if knob:
         setattr(module, knob, original)
@@ -76,8 +88,15 @@ def run(name, sizes, knob=None, values=(None,), clear=(), fixed=None):
             fn.cache_clear()
 
 
+def _tiles(kernel, *variants):
+    # GPU_TILES with the entry for (kernel, 128) replaced by each variant in turn.
+    from kernels import attention
+
+    return tuple({**attention.GPU_TILES, (kernel, 128): attention.Tiles(*v)} for v in variants)
+
+
 def main(only):
-    from kernels import layer_norm, rms_norm
+    from kernels import attention, layer_norm, rms_norm
     plan = [
         ("vector_add_fp16", (3_000_001, 100_000_001), None, (None,), ()),
         ("vector_add", (3_000_001, 100_000_001), None, (None,), ()),
@@ -108,12 +127,26 @@ def main(only):
         ("matmul_nt", (2048, 4096, 8192), "PERSISTENT", (False, True), ()),
         ("matmul_skinny", (16, 256), "PERSISTENT", (False, True), ()),
         ("matmul", (1024, 3072), "PROGRAMS_PER_SM", (1, 2), (), {"PERSISTENT": True}),
+        # Attention, head dim 128: the tiles of each kernel (block_m, block_n, warps, stages).
+        ("flash_attention", (2048, 8192), "GPU_TILES",
+         _tiles("forward", (128, 128, 8, 3), (128, 64, 4, 3), (128, 128, 8, 2), (128, 64, 8, 4),
+                (64, 128, 4, 3)), (attention.forward_launch,)),
+        ("flash_attention_backward", (2048, 8192), "GPU_TILES",
+         _tiles("backward_kv", (64, 128, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3),
+                (128, 64, 8, 3)), ()),
+        ("flash_attention_backward", (2048, 8192), "GPU_TILES",
+         _tiles("backward_q", (128, 64, 8, 3), (64, 128, 8, 3), (128, 128, 8, 2),
+                (64, 64, 4, 3)), ()),
     ]
+    # only: comma-separated parts of benchmark names to run ("matmul,flash"), or to skip
+    # ("-matmul,-flash"); empty runs everything.
+    wanted = [w for w in only.split(",") if w and not w.startswith("-")]
+    skipped = [w[1:] for w in only.split(",") if w.startswith("-")]
     for name, sizes, knob, values, clear, *fixed in plan:
-        if only and only not in name:
+        if (wanted and not any(w in name for w in wanted)) or any(w in name for w in skipped):
             continue
         run(name, sizes, knob, values, clear, *fixed)
-    if not only or only == "launch":
+    if not only or "launch" in only.split(","):
         from kernels import launch_record
         record = launch_record.measure_launch_overhead()
         for i, launcher in enumerate(record.x):
