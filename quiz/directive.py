@@ -108,6 +108,12 @@ def fill_in(tree: nodes.Node, texts: list[str]) -> None:
         text_node.parent.replace(text_node, replacement)
 
 
+def bank_path(srcdir: Path, bank_dir: str, name: str) -> Path:
+    """The file of the bank ``name`` in a build whose sources are in ``srcdir``, with its
+    banks in ``bank_dir`` (the ``quiz_bank_dir`` setting) under it."""
+    return srcdir / bank_dir / f"{name}.yaml"
+
+
 class QuizDirective(SphinxDirective):
     """``quiz NAME``: render ``<quiz_bank_dir>/NAME.yaml``."""
 
@@ -122,7 +128,7 @@ class QuizDirective(SphinxDirective):
                 f"{where}: a bank is named by its file in {self.config.quiz_bank_dir}/, "
                 "without '.yaml': lower-case letters, digits, '-' and '_'"
             )
-        path = Path(self.env.srcdir) / self.config.quiz_bank_dir / f"{name}.yaml"
+        path = bank_path(Path(self.env.srcdir), self.config.quiz_bank_dir, name)
         self.env.note_dependency(str(path))
         try:
             bank = load_bank(path)

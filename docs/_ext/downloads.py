@@ -23,7 +23,7 @@ from sphinx.config import Config
 from sphinx.directives.code import LiteralIncludeReader
 
 from quiz.bank import load_bank
-from quiz.directive import LETTERS
+from quiz.directive import LETTERS, bank_path
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def included_code(path: str, options: dict[str, str], sources: Sources) -> str:
 def quiz_text(name: str, sources: Sources) -> str:
     """A bank's questions and options as reStructuredText, in the page's order; the
     answers open on the page."""
-    bank = load_bank(sources.srcdir / sources.bank_dir / f"{name}.yaml")
+    bank = load_bank(bank_path(sources.srcdir, sources.bank_dir, name))
     lines = ["The quiz (open the answers on this example's page):", ""]
     for number, question in enumerate(bank.questions, 1):
         lines += [f"{number}. {' '.join(question.question.split())}", ""]
