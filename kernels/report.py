@@ -1,13 +1,14 @@
 """What a gallery page prints under its figure: the sizes that matter, against the ceiling
 and a baseline (by default the fastest at each size), read from the record itself (kernel
-time, the record's ``work``)."""
+time, the record's ``work``). And what the launch_overhead record says per launcher: how
+a call's host time divides between the launcher's Python and Triton's launch."""
 
 import html
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .measurements import Measurement
+from .measurements import LaunchOverhead, Measurement
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -131,14 +132,15 @@ def results_table(
         if min_work > 0
         else "Every measured size:"
     ]
-    baseline = against or "the faster baseline"
+    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
+    baseline = against or f"the {best}"
     caption.append(
         f"Triton vs {against or 'it'}: Triton's rate divided by {baseline}'s "
         "(above 1.00x, Triton is faster)."
     )
     # Against one named baseline, its name heads the ratio's column; else a column says
     # which baseline was the faster at each size.
-    ratio_columns = [f"Triton vs {against}"] if against else ["faster baseline", "Triton vs it"]
+    ratio_columns = [f"Triton vs {against}"] if against else [best, "Triton vs it"]
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
     goals = []
@@ -184,6 +186,10 @@ def results_table(
             *verdicts,
         ])  # fmt: skip
     notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
+    # Where a line of the figure has gaps, or is missing, and why (the record's words).
+    notes += [
+        f"No {name} rate {reason.rstrip('.')}." for name, reason in measurement.unavailable.items()
+    ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
@@ -223,3 +229,63 @@ def print_peak_memory(measurement: Measurement) -> None:
         cells = [values[index] for values in peak.values()]
         text = [f"{'out of memory':>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
         print(f"{size:>16,} " + " ".join(text))
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    """One launcher's host time per call, in microseconds, from the launch_overhead
+    record: the launcher's (``triton``), a bare launch of its kernels' (``bare``), the
+    difference (``python``: the launcher's checks, allocations and autograd wiring), and
+    PyTorch's equivalent (``torch``, None where it could not run)."""
+
+    launcher: str
+    triton: float
+    bare: float
+    python: float
+    torch: float | None
+
+
+def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
+    """The record's host times, one :class:`LaunchCost` per launcher, in its order."""
+    costs = []
+    for launcher in record.x:
+        triton = record.time_us("Triton", launcher)
+        bare = record.time_us("bare launch", launcher)
+        # The contract guarantees both (measurements: no null in these two series).
+        assert triton is not None and bare is not None
+        costs.append(
+            LaunchCost(launcher, triton, bare, triton - bare, record.time_us("PyTorch", launcher))
+        )
+    return costs
+
+
+def longest_final_wait(record: LaunchOverhead) -> float:
+    """The longest wait for the GPU at the end of a timed loop in ``record``, in calls:
+    each wait over the host time per call of its loop. About one where the GPU kept up
+    with the host; where it fell behind, the calls it had not run yet are in the wait."""
+    return max(
+        wait / time
+        for name in record.providers
+        for wait, time in zip(record.final_wait_us[name], record.series[name], strict=True)
+        if wait is not None and time is not None
+    )
+
+
+def launch_table(record: LaunchOverhead) -> ResultTable:
+    """The launch_overhead record as a :class:`ResultTable`: per launcher, the host time of
+    a call, of a bare launch, their difference and PyTorch's, in microseconds."""
+    if record.placeholder:
+        return ResultTable([f"{record.benchmark}: not measured yet, so there is no table."],
+                           [], [], [])  # fmt: skip
+    caption = [
+        "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
+        "own Python (checks, allocation, autograd wiring)."
+    ]
+    header = ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch"]
+    rows = [
+        [cost.launcher, f"{cost.triton:.1f}", f"{cost.bare:.1f}", f"{cost.python:+.1f}",
+         "n/a" if cost.torch is None else f"{cost.torch:.1f}"]
+        for cost in launch_costs(record)
+    ]  # fmt: skip
+    notes = [f"{provider} n/a: {reason}" for provider, reason in record.unavailable.items()]
+    return ResultTable(caption, header, rows, notes)
