@@ -22,6 +22,7 @@ import triton.language as tl
 from . import liger
 from .checks import check_normalisation, needs_grad
 from .column_sums import column_sums
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
@@ -360,12 +361,33 @@ def _forward(x, weight, bias, eps, stats=True):
     if n_rows:
         kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, stats)
         if kind == "chunked":
-            layer_norm_forward_chunked_kernel[grid](
-                x, weight, bias, out, mean, rstd, n_cols, eps, **options
+            launch(
+                layer_norm_forward_chunked_kernel,
+                grid,
+                x,
+                weight,
+                bias,
+                out,
+                mean,
+                rstd,
+                n_cols,
+                eps,
+                **options,
             )
         else:
-            layer_norm_forward_kernel[grid](
-                x, weight, bias, out, mean, rstd, n_rows, n_cols, eps, **options
+            launch(
+                layer_norm_forward_kernel,
+                grid,
+                x,
+                weight,
+                bias,
+                out,
+                mean,
+                rstd,
+                n_rows,
+                n_cols,
+                eps,
+                **options,
             )
     return out, mean, rstd
 
@@ -380,7 +402,9 @@ def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
     n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
     partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_backward_kernel[(n_partials,)](
+    launch(
+        layer_norm_backward_kernel,
+        (n_partials,),
         grad_rows,
         rows,
         weight,
@@ -405,7 +429,9 @@ def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
     of rows) from another, for rows too long for the fused kernel."""
     n_rows, n_cols = rows.shape
     block = row_block(n_cols)
-    layer_norm_input_grad_kernel[(n_rows,)](
+    launch(
+        layer_norm_input_grad_kernel,
+        (n_rows,),
         grad_rows,
         rows,
         weight,
@@ -420,7 +446,9 @@ def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
     n_chunks = cdiv(n_rows, ROWS_PER_CHUNK)
     partial_dw = torch.empty(n_chunks, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_weight_grads_kernel[(cdiv(n_cols, STRIP_COLS), n_chunks)](
+    launch(
+        layer_norm_weight_grads_kernel,
+        (cdiv(n_cols, STRIP_COLS), n_chunks),
         grad_rows,
         rows,
         mean,

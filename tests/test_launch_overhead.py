@@ -468,8 +468,10 @@ def test_the_bare_launch_is_the_launchers_own_launch(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launches: list = []
-    # A choice launch_tuned remembers would skip the recorder's launch.
+    # A choice launch_tuned remembers, or a plan matmul made from one, would skip the
+    # recorder's launch.
     monkeypatch.setattr(launch, "_chosen", {})
+    monkeypatch.setattr(matmul, "_tma_plans", {})
     for module, attribute in KERNELS[name]:
         recorder = Recorder(attribute, getattr(module, attribute), launches)
         monkeypatch.setattr(module, attribute, recorder)

@@ -238,6 +238,13 @@ def test_few_rows_match_float64(m: int, transposed: bool) -> None:
     assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.bfloat16)
 
 
+@pytest.fixture(autouse=True)
+def no_earlier_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without the TMA plans of earlier tests: a test that turns TMA off
+    for a shape another test launched through it must not find that launch's plan."""
+    monkeypatch.setattr(matmul, "_tma_plans", {})
+
+
 @pytest.fixture
 def fresh_autotune_cache():
     """Empty autotune caches, so that what a test launches is tuned afresh and the
@@ -245,10 +252,12 @@ def fresh_autotune_cache():
     for kernel in TUNED_KERNELS:
         kernel.cache.clear()
     launch._chosen.clear()  # launch_tuned's own record of the autotuners' choices
+    matmul._tma_plans.clear()  # and matmul's plans made from them
     yield
     for kernel in TUNED_KERNELS:
         kernel.cache.clear()
     launch._chosen.clear()
+    matmul._tma_plans.clear()
 
 
 @pytest.mark.parametrize(
@@ -272,7 +281,9 @@ def test_each_candidate_tile_gives_the_product(
     reference = a.double() @ b.double()
     assert matmul.tma_applies(*_as_descriptors_see_them(a, b))
     assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
+    # Without TMA, and without the plan the first call made for this shape through it.
     monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    monkeypatch.setattr(matmul, "_tma_plans", {})
     assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
     for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
         assert [chosen.kwargs for chosen in kernel.cache.values()] == [config.kwargs]
