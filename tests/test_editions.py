@@ -15,9 +15,10 @@ def text_of(html: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", "", html)).split())
 
 
-def switcher_links(html: str) -> list[str]:
-    """The hrefs of a page's language switcher."""
-    return re.findall(r'<a class="[^"]*language-switcher-link[^"]*" href="([^"]+)"', html)
+def switcher_links(html: str) -> set[str]:
+    """The hrefs of a page's language switcher (the theme shows it twice: in the top
+    bar, and in the drawer that replaces it on a phone)."""
+    return set(re.findall(r'<a class="[^"]*language-switcher-link[^"]*" href="([^"]+)"', html))
 
 
 def test_switcher_link_climbs_to_the_site_root_and_down_into_the_other_edition() -> None:
