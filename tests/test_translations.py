@@ -5,6 +5,7 @@ lesson 1 in the seed's own words."""
 import ast
 import re
 import string
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ from conftest import ROOT
 
 from kernels import messages
 from quiz.bank import QuizBankError, load_bank, load_translation
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+from course_build import lesson_code
 
 LOCALES = ROOT / "docs" / "locales" / "ru" / "LC_MESSAGES"
 # The pages whose every message has a Russian translation, neither empty nor fuzzy. The
@@ -115,10 +119,13 @@ def test_a_translation_that_does_not_match_names_file_and_question(
 
 
 def marked_phrases() -> set[str]:
-    """Every phrase marked ``_("...")`` in the kernels package."""
+    """Every phrase marked ``_("...")`` in the kernels package and the pages' code."""
     found = set()
-    for path in (ROOT / "kernels").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    sources = {path: path.read_text(encoding="utf-8") for path in (ROOT / "kernels").glob("*.py")}
+    for page in (ROOT / "docs").rglob("*.md"):
+        sources[page] = lesson_code(page.read_text(encoding="utf-8"))
+    for path, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_":
                 assert isinstance(node.args[0], ast.Constant), f"{path}: _() of a non-literal"
                 found.add(node.args[0].value)
