@@ -93,13 +93,17 @@ def _is_figure_call(node: ast.AST) -> bool:
 
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
-    imports (directly or not), and the records of the benchmarks those modules declare
-    or that the code names as a string."""
+    imports (directly or not), the records of the benchmarks those modules declare or
+    that the code names as a string, and the catalog of the phrases it prints in the
+    build's language (kernels/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
     records = {spec.name for spec in bench.discover().values() if spec.module in modules}
     records |= {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
     paths = [fingerprint.module_path(module) for module in modules]
     paths += [measurements.path_for(name) for name in sorted(records)]
+    if "kernels.messages" in modules:
+        # What the code prints comes from the catalog of the build's language.
+        paths.append(messages.LOCALES / f"{messages.language()}.po")
     return [path for path in paths if path.exists()]
 
 
