@@ -19,11 +19,24 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from course_build import lesson_code
 
 LOCALES = ROOT / "docs" / "locales" / "ru" / "LC_MESSAGES"
-# The pages whose every message has a Russian translation, neither empty nor fuzzy. The
-# pilot translated these; it must grow to every page (pages() below).
-TRANSLATED = ["docs/index", "docs/lessons/index", "docs/lessons/01_intro"]
+# The pages whose every message has a Russian translation, neither empty nor fuzzy: the
+# lessons and guides; it must grow to every page (pages() below), the gallery's last.
+TRANSLATED = [
+    "docs/index",
+    "docs/lessons/index",
+    "docs/lessons/01_intro",
+    "docs/lessons/02_constexpr",
+    "docs/lessons/03_tiles",
+    "docs/lessons/04_debugging",
+    "docs/lessons/05_measuring",
+    "docs/lessons/06_inside_pytorch",
+    "docs/lessons/next_steps",
+    "docs/guides/index",
+    "docs/guides/contributing",
+    "docs/examples/index",
+]
 # The quiz banks with a Russian translation in quiz/ru/; it must grow to every bank.
-TRANSLATED_BANKS = ["intro"]
+TRANSLATED_BANKS = ["intro", "constexpr", "tiles", "debugging", "measuring", "inside_pytorch"]
 # Messages with a value of one run in them (sphinx-gallery's running time): not text to
 # translate, and different in every build.
 RUN_SPECIFIC = re.compile(r"\A\*\*Total running time of the script:\*\*")
