@@ -57,10 +57,32 @@ same GPU.
 #
 # The launcher checks its inputs (device, dtype, shape, contiguity) so that a mistake
 # gets a clear error instead of a crash or a wrong answer, then launches one program per
-# tile. ``triton.cdiv`` divides rounding up, so a partial last tile gets a program too:
+# tile. ``cdiv`` divides rounding up, so a partial last tile gets a program too (it is
+# ``triton.cdiv`` written in plain Python, which costs less on every call):
 #
 # .. literalinclude:: /kernels/vector_add.py
 #    :pyobject: add
+#
+# It launches not ``add_kernel`` but a variant of it, ``add_tail_apart_kernel``. The
+# :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows why: the GPU loads several
+# neighbouring elements with one vector instruction only under one mask value for all of
+# them. When the length is not a multiple of 16, Triton cannot prove that, and
+# ``add_kernel`` loads one element per instruction. Yet only the last tile can run past
+# the end. So the variant asks, once per program, whether its tile lies wholly inside
+# the vectors: if so, it loads and stores with no mask, in vectors; if not, it takes
+# the masked path of ``add_kernel``:
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add_tail_apart_kernel
+#
+# The test depends only on the program's id and the length, which are the same for
+# every thread of a program, so all of its threads take the same branch; only the last
+# program, when the length leaves it a partial tile, takes the masked one.
+#
+# When ``x`` or ``y`` requires a gradient, ``add`` goes through ``AddFunction``, a
+# ``torch.autograd.Function`` whose backward pass hands the output's gradient to both
+# inputs (the :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains the pattern).
 #
 # How many programs run at once? An NVIDIA H200 has 132 *streaming multiprocessors*
 # (SMs), the units that run programs; a program runs on one SM from start to end. The
@@ -78,9 +100,9 @@ same GPU.
 #
 # The check compares the kernel with PyTorch evaluated in float64, by the relative error
 # ``||out - ref|| / ||ref||``, which must stay within a tolerance set for each dtype
-# (printed on each line), at a length that is not a multiple of the block size, for
-# each dtype the kernel takes. Without a GPU, Triton runs the same kernel in its
-# interpreter on the CPU.
+# (printed on each line), at a length that is not a multiple of the block size, so that
+# both branches of the kernel run, for each dtype the kernel takes. Without a GPU,
+# Triton runs the same kernel in its interpreter on the CPU.
 
 from kernels import vector_add
 from kernels.bench import check
@@ -106,7 +128,10 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 #   included, timed with ``triton.testing.do_bench``.
 #
 # Both are medians of many calls. The rate is the 12 bytes per element that one call
-# must move, over its time.
+# must move, over its time. The lengths are every other power of two from 2**12 to
+# 2**28, and two odd lengths, 3,000,001 and 100,000,001: no tile size divides an odd
+# length, so the last program's mask switches some of its lanes off, as in real
+# models, whose tensors need not come in powers of two.
 #
 # In the same run, the harness copies a 1 GiB buffer (2**30 bytes read and as many
 # written) and takes the best rate of three such copies as the *ceiling*, the dashed
@@ -162,6 +187,22 @@ if above:
     print("Above the copy ceiling at N = " + ", ".join(f"{size:,}" for size in above) + ".")
 elif table.sizes:
     print("Below the copy ceiling at every size in the table.")
+
+# %%
+# Half precision
+# --------------
+#
+# The same kernel on float16 vectors, 2 bytes an element instead of 4, recorded in a
+# file of its own: two large powers of two and the two odd lengths.
+
+fp16 = measure_or_load(vector_add.FP16_BENCHMARK)
+fp16_table = results_table(
+    fp16,
+    min_work=vector_add.bytes_moved(2**24, torch.float16),
+    ceiling_goal=0.90,
+    baseline_goal=0.95,
+)
+fp16_table
 
 # %%
 # The Triton kernel and PyTorch's own kernel for ``x + y`` do the same work, one pass

@@ -85,7 +85,7 @@ for seed in (42, 42, 7):
 #        r0, r1, r2, r3 = philox(seed, counters)       # four numbers per counter
 #        for q in 0, 1, 2, 3:                          # the four quarters of the tile
 #            offsets = pid * BLOCK_SIZE + q * BLOCK_SIZE/4 + [0, 1, ..., BLOCK_SIZE/4 - 1]
-#            keep = uniform(r_q) > p                   # true with probability 1 - p
+#            keep = uniform(r_q) >= p                  # true with probability 1 - p
 #            out[offsets] = x[offsets] / (1 - p) where keep, else 0
 #
 # The counters of program ``pid`` follow those of program ``pid - 1``, so no two
@@ -106,10 +106,15 @@ for seed in (42, 42, 7):
 #    :pyobject: _dropout_quarter
 #
 # ``tl.uint_to_uniform_float`` turns 32 random bits into a float spread evenly over
-# [0, 1); it exceeds ``p`` with probability ``1 - p``, and those elements are kept.
+# [0, 1); it is at least ``p`` with probability ``1 - p``, and those elements are kept
+# (at least, not above: the draw can be exactly 0, which ``p = 0`` must keep).
 # ``scale`` is ``1 / (1 - p)``, computed once by the launcher; ``tl.where`` picks the
 # scaled value or zero lane by lane. The mask ``offsets < n_elements`` keeps the last
-# tile inside the vector, as in the vector addition; it is not the dropout mask.
+# tile inside the vector, as in the vector addition; it is not the dropout mask. Only
+# the tile that runs past the end needs it: ``dropout_kernel`` gives every other tile
+# the branch without a mask (``MASKED`` is a ``tl.constexpr``, so each branch is
+# compiled on its own), which loads and stores 16 bytes at a time even when the length
+# is not a multiple of 16, as the vector addition's launcher does.
 #
 # Each element costs a quarter of a Philox call, against a whole call per element with
 # ``tl.rand``. The launcher passes ``seed`` as an argument, and the backward pass runs
@@ -120,6 +125,12 @@ for seed in (42, 42, 7):
 #
 # .. literalinclude:: /kernels/dropout.py
 #    :pyobject: DropoutFunction
+#
+# Autograd cannot differentiate what a kernel computes, so the backward pass has no
+# derivative of its own. ``first_order_only`` (in ``kernels/first_order.py``) makes a
+# request for a second derivative (``create_graph=True``, then another backward pass)
+# fail with an error that names the operation, instead of an error about some other
+# tensor or a silently missing term.
 #
 # The same seed gives the same mask every time, so a training loop must give each call
 # its own seed: two layers or two steps given one seed drop the same elements. PyTorch's own
@@ -175,7 +186,8 @@ print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
 # Measure it
 # ----------
 #
-# One float32 vector, from 2**16 to 2**28 elements, ``p = 0.5``, timed as on the
+# One float32 vector, of every other power of two from 2**16 to 2**28 elements and of
+# two odd lengths, 3,000,001 and 100,000,001; ``p = 0.5``, timed as on the
 # :doc:`vector addition page <plot_01_vector_add>`, against PyTorch's dropout and
 # ``torch.compile`` of it. The rate counts one read of the input and one write of the
 # output, 8 bytes per element: the bytes a dropout must move at least. PyTorch's eager

@@ -134,16 +134,55 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 # memory. *Eviction hints* on the loads (``eviction_policy``) tell the cache which lines
 # to keep: ``"evict_last"`` in the first pass asks it to keep the row's lines, and
 # ``"evict_first"`` in the second marks them as the first to drop, since they are done
-# with:
+# with.
+#
+# One more thing decides how the row is read: the length of the row. A thread can load
+# 16 bytes with one instruction (8 bfloat16 values, 4 float32), a *vector load*, but
+# only from an address that is a multiple of 16, and only when one mask value covers
+# all of them. The compiler emits vector loads only where it can prove both. Row ``r``
+# of the matrix starts at element ``r * n_cols``. With a vocabulary of 50,257 tokens,
+# ``n_cols`` is odd, so most rows start between two 16-byte boundaries, and the mask
+# ``start + cols < n_cols`` can change value inside a group of 8. The compiler can prove
+# neither, and loads one value per instruction, all along the row.
+#
+# The fix is to walk such a row in three parts (``kernels/aligned_rows.py``), with
+# ``ALIGN`` the number of values in 16 bytes:
+#
+# * the *head*: the values before the row's first 16-byte boundary, fewer than
+#   ``ALIGN``, loaded with a mask;
+# * the *body*: from that boundary on, a whole number of groups of ``ALIGN`` values.
+#   ``tl.multiple_of`` tells the compiler that its start is a multiple of ``ALIGN`` (a
+#   promise it does not check; ``row_parts`` makes it true). Its length ``body_len`` is
+#   a multiple of ``ALIGN`` too, so the mask ``start + cols < body_len`` is the same for
+#   every value of a group, and the body loads in vectors;
+# * the *tail*: the fewer than ``ALIGN`` values left, loaded with a mask.
+#
+# In bfloat16, row 1 of a matrix of 50,257 columns starts at element 50,257: its head is
+# 7 values, its body starts at element 50,264 (a multiple of 8) and holds 50,248 values,
+# and its tail is 2. ``row_parts`` computes the split:
+#
+# .. literalinclude:: /kernels/aligned_rows.py
+#    :pyobject: row_parts
+#
+# The looped kernel takes the three-part walk when the launcher passes ``ALIGN`` above 1,
+# and the plain walk otherwise. In the first pass, ``online_max_and_sum_unaligned``
+# (in ``kernels/online_softmax.py``) runs the same recurrence over the head, the body's
+# tiles and the tail; in the second, ``_softmax_part`` does the work on one part:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_looped_kernel
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: _softmax_part
 #
 # The launcher
 # ------------
 #
 # The launcher checks its input, picks one of the three kernels by row length and
-# launches it. ``num_warps`` sets how many *warps*, groups of 32 threads that execute
+# launches it. For the looped kernel, ``align_for`` gives ``ALIGN``: the values in 16
+# bytes when ``n_cols`` is not a multiple of 16, 1 when it is (Triton tells the compiler
+# about multiples of 16 only, so a row length that is a multiple of 8 but not of 16
+# takes the walk too). ``num_warps`` sets how many *warps*, groups of 32 threads that execute
 # together, run each program; the one-row kernel gives each thread about
 # ``VALUES_PER_THREAD`` values of a long row, and a short row at least 4 warps.
 #
@@ -156,7 +195,8 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 #
 # The check runs each kernel path against ``torch.softmax`` evaluated in float64: rows
 # of one value, then rows whose length is not a power of two (a short odd row, a row of
-# 20,000 values for the prefetching kernel, and a row long enough for the looped kernel).
+# 20,000 values for the prefetching kernel, and rows long enough for the looped kernel,
+# of an odd length, so that they take its three-part walk).
 
 from kernels import softmax
 from kernels.bench import check, relative_error
@@ -173,8 +213,16 @@ print(f"looped kernel, 3 rows of {long_rows.shape[1]:,} values: relative error {
 # Measure it
 # ----------
 #
-# 4096 rows; the row length grows from 256 to 65536 bfloat16 values. The rate counts one
-# read and one write of the matrix.
+# 4096 rows of bfloat16 values. The row lengths are powers of two between 256 and
+# 262144 (2**18), and the vocabularies of four language models: 32000 (LLaMA 2), 50257
+# (GPT-2), 128256 (LLaMA 3) and 151936 (Qwen 2). A model's last layer gives each
+# position one score per token of its vocabulary, and a softmax over that row turns the
+# scores into probabilities. The rate counts one read and one write of the matrix.
+#
+# Besides PyTorch and ``torch.compile``, the figure shows the softmax of Liger-Kernel,
+# a library of Triton kernels for training language models (``liger_softmax``; the
+# ``Liger`` line). It holds each row in one tile and takes rows of at most 65536
+# values: the lines under the table say where a baseline has no rate, and why.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -196,7 +244,7 @@ table
 
 # %%
 # The goals are the arguments of ``results_table``: a share of the copy ceiling and
-# a ratio to the faster PyTorch baseline. The table's header states them, its last
+# a ratio to the fastest baseline. The table's header states them, its last
 # columns say, size by size, whether the run recorded here met them, and the two lines
 # under it sum up. The "copy" column is a plain copy of as many bytes as one call, timed
 # the same way: what a kernel that only moves those bytes reaches at that size.
@@ -207,6 +255,72 @@ table
 # those paths runs at each size, and how much of the ratio that explains, would take a
 # profile of both kernels.
 #
+# The same benchmark in float16, recorded in a file of its own, at a power of two and
+# three vocabularies:
+
+fp16 = measure_or_load(softmax.FP16_BENCHMARK)
+fp16_table = results_table(fp16, ceiling_goal=0.85, baseline_goal=1.0)
+fp16_table
+
+# %%
+# The backward pass
+# -----------------
+#
+# In training, the backward pass brings back ``dy``, the gradient of the loss with
+# respect to the softmax's output, and asks for ``dx``, the gradient with respect to its
+# input. For one row, with ``y = softmax(x)``, the chain rule gives
+#
+# .. code-block:: text
+#
+#    dx = y * (dy - sum(y * dy))
+#
+# The sum is one number per row, a reduction like the forward pass's maximum and sum.
+# The formula needs the output ``y``, not ``x``, so the forward pass keeps ``y`` for
+# it. The backward kernel follows the forward kernel's plan: one program per row, the
+# row in registers, one read of ``y`` and of ``dy``, one write of ``dx``:
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: softmax_backward_kernel
+#
+# It holds two rows at once, so rows longer than ``BACKWARD_MAX_FUSED_COLS`` values
+# take ``softmax_backward_looped_kernel`` instead, which walks the row in tiles twice
+# (once for the sum, once for ``dx``) with the eviction hints of the forward pass's
+# looped kernel.
+#
+# The kernels reach autograd, PyTorch's automatic differentiation, through a
+# ``torch.autograd.Function`` (the
+# :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains it): when ``x`` requires a gradient, ``softmax`` calls it, and
+# ``loss.backward()`` runs the backward kernel. ``first_order_only`` turns a request for
+# a second derivative, which the kernels cannot give, into an error that says so.
+#
+# .. literalinclude:: /kernels/softmax.py
+#    :pyobject: SoftmaxFunction
+#
+# The check compares the gradient with PyTorch's evaluated in float64, and
+# ``torch.autograd.gradcheck`` compares the backward kernel with finite differences of
+# the forward kernel, in float64.
+
+for n_cols in (1, 781):
+    print(check(softmax.BACKWARD_BENCHMARK, n_cols))
+x = torch.randn(4, 37, dtype=torch.float64, device=kernel_device(), requires_grad=True)
+print("gradcheck:", torch.autograd.gradcheck(softmax.softmax, (x,)))
+
+# %%
+# Measure the backward pass
+# -------------------------
+#
+# The same 4096 rows, at eight of the forward pass's row lengths. Only the backward
+# pass is timed: the forward runs once, then ``backward`` runs again and again on the same
+# graph. The rate counts a read of ``y`` and ``dy`` and a write of ``dx``; the goal is
+# the ratio to the fastest baseline.
+
+backward = measure_or_load(softmax.BACKWARD_BENCHMARK)
+figure = plot_measurement(backward)
+table = results_table(backward, baseline_goal=1.0)
+table
+
+# %%
 # .. dropdown:: Engineering notes
 #
 #    **The mask and registers.** ptxas, the assembler that turns the PTX Triton emits
@@ -230,6 +344,12 @@ table
 #    eviction hints matter: without them the looped kernel was slower in a sweep on an
 #    H200 (its comment in ``kernels/softmax.py`` records by how much). At 32K values we
 #    have no measured explanation of the shortfall yet.
+#
+#    **Rows of odd length.** The three-part walk of the looped kernel is checked when it
+#    is compiled, not timed: ``tests/test_compiles_for_gpu.py`` compiles
+#    ``softmax_looped_kernel`` for sm_90 on rows of bfloat16 and finds vector loads in
+#    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It has not been timed on a GPU
+#    yet, and the tables above come from records that may be older than it.
 #
 # Quiz
 # ----

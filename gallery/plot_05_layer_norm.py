@@ -11,7 +11,8 @@ is normalised to zero mean and unit variance, then scaled and shifted:
 operations it is a kernel for the mean, kernels for the variance, and kernels to
 centre, scale, multiply and add, each reading the whole matrix again.
 ``torch.nn.functional.layer_norm`` is not built that way: it runs PyTorch's own fused
-CUDA code. It and ``torch.compile`` of it are the baselines we time. In training the
+CUDA code. It, ``torch.compile`` of it and the LayerNorm of Liger-Kernel, a library of
+Triton kernels for training language models, are the baselines we time. In training the
 backward pass runs too, and it moves more bytes than the forward pass.
 """
 
@@ -19,17 +20,19 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # The forward kernel
 # ------------------
 #
-# As for RMSNorm, one program per row. This kernel loads the row once, keeps it in
-# registers through both reductions, and writes the result once.
+# As for RMSNorm, a program takes ``ROWS`` whole rows, one per line of a tile, and
+# several when rows are short (the :doc:`RMSNorm page <plot_04_rms_norm>` explains
+# why). This kernel loads its rows once, keeps them in registers through both
+# reductions, and writes the result once.
 #
 # .. code-block:: text
 #
-#    program r:
-#        x = load row r
-#        mean = sum(x) / n
-#        rstd = 1 / sqrt(sum((x - mean)**2) / n + eps)
-#        store (x - mean) * rstd * weight + bias into row r
-#        store mean and rstd                # two numbers, for the backward pass
+#    program p, for its ROWS rows:
+#        x = load the rows                              # a (ROWS, BLOCK_SIZE) tile
+#        mean = sum(x) / n                              # per row
+#        rstd = 1 / sqrt(sum((x - mean)**2) / n + eps)  # per row
+#        store (x - mean) * rstd * weight + bias into the rows
+#        if STATS: store mean and rstd      # two numbers a row, for the backward pass
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_forward_kernel
@@ -44,18 +47,31 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # running mean and a running sum of squared differences from it as values arrive. This
 # kernel holds the row, so it does not need it.)
 #
-# Two details:
+# Three details:
 #
-# * Padding lanes load 0, and ``tl.where(mask, x - mean, 0.0)`` keeps them at 0 after
-#   centring, so they add nothing to the variance; the means divide by the true row
-#   length ``n_cols``.
+# * Each reduction runs along a line of the tile (``axis=1``) and gives one number per
+#   row. ``mean[:, None]`` makes those numbers a column, which broadcasts against the
+#   tile, so each row is centred by its own mean; ``weight[None, :]`` and
+#   ``bias[None, :]`` line up with every row. ``mask`` combines a row mask, for the
+#   rows past ``n_rows`` in the last program, with the column mask.
+# * Padding lanes load 0, and ``tl.where(mask, x - mean[:, None], 0.0)`` keeps them at
+#   0 after centring, so they add nothing to the variance; the means divide by the true
+#   row length ``n_cols``.
 # * ``EVEN`` works as on the :doc:`softmax page <plot_03_softmax>`: when the row fills
-#   its tile, the mask is the constant ``True`` and compiles away. Hidden sizes are
-#   often not powers of two (768, 5120, 7168, 12288), and then the mask stays.
+#   its line of the tile, the column mask is the constant ``True`` and compiles away.
+#   Hidden sizes are often not powers of two (768, 5120, 7168, 12288), and then the
+#   mask stays.
 #
-# The forward kernel stores two numbers per row besides ``y``: the mean and the inverse
-# standard deviation ``rstd``. With them and ``x``, the backward pass can rebuild the
-# normalised row without reducing it again.
+# The forward kernel can store two numbers per row besides ``y``: the mean and the
+# inverse standard deviation ``rstd``. With them and ``x``, the backward pass can
+# rebuild the normalised row without reducing it again. They are worth storing only
+# when a backward pass will come, so the compile-time flag ``STATS`` decides: when no
+# gradient is to be recorded, ``layer_norm`` launches the kernel with ``STATS`` off,
+# and nothing is allocated or written for them. As on the RMSNorm page,
+# ``forward_launch`` works out the grid and ``ROWS`` once per shape:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: forward_launch
 #
 # The backward kernel
 # -------------------
@@ -67,24 +83,48 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # * ``dweight = sum over rows of dy * x_hat`` and ``dbias = sum over rows of dy``:
 #   reductions over *columns*, across all rows.
 #
-# The first fits the one-program-per-row pattern. The second does not: if every program
-# wrote its row's contribution to ``dweight`` and ``dbias``, the kernel would write two
-# row-sized arrays for them, twice as many values as for ``dx``. So the backward kernel
-# is *persistent*, as on the softmax page: a fixed number of programs, each walking
-# over many rows (several at a time when rows are short), keeps running sums of
-# ``dweight`` and ``dbias`` in registers and writes one partial sum of each at the end:
+# The first fits the forward kernel's pattern, rows held whole in a tile. The second
+# does not: if every row's contribution to ``dweight`` and ``dbias`` were written out,
+# the kernel would write two row-sized arrays for them, twice as many values as for
+# ``dx``. So the backward kernel is *persistent*, as on the softmax page: a fixed number
+# of programs, each walking over many rows (several at a time when rows are short),
+# keeps running sums of ``dweight`` and ``dbias`` in registers and writes one partial
+# sum of each at the end:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
+#
+# The work on one tile of rows is in two helpers. ``_row_tile`` finds the tile: its
+# rows, their mask (to load each row's ``mean`` and ``rstd``), and the tile's mask and
+# offsets:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: _row_tile
+#
+# ``_backward_tile`` rebuilds ``x_hat`` from the stored ``mean`` and ``rstd``, writes the
+# tile's ``dx`` and adds the tile's shares of ``dweight`` and ``dbias``:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: _backward_tile
 #
 # The ``dx`` formula is one helper, shared with a kernel below:
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: _input_gradient
 #
-# A second, small kernel adds up the partial sums, one strip of columns per program:
+# The kernel has two loops, and the compile-time flag ``PREFETCH`` (the module's
+# ``BACKWARD_PREFETCH``, on by default) picks one. The loop under ``else`` loads a tile,
+# works on it and goes on to the next. The loop under ``if PREFETCH`` loads the next
+# tile of ``x`` and ``dy`` before it works on the current one, as the softmax page's
+# persistent kernel loads its next row: a load does not stop the thread that issues it,
+# only the first use of the loaded values does, so the next tile can stream in while the
+# current one is reduced and its ``dx`` stored. After a program's last tile, the "next"
+# tile lies past ``n_rows``: its mask is all false, and nothing is read.
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# A second, small kernel adds up the partial sums, one strip of columns per program (it
+# lives in a module of its own, since the RMSNorm backward pass uses it too):
+#
+# .. literalinclude:: /kernels/column_sums.py
 #    :pyobject: column_sums_kernel
 #
 # Long rows: two kernels
@@ -115,6 +155,10 @@ backward pass runs too, and it moves more bytes than the forward pass.
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: LayerNormFunction
+#
+# As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
+# second derivative (which a gradient penalty, for one, needs) by name: autograd cannot
+# differentiate what the backward kernels compute.
 
 # %%
 # Run it and check it
@@ -148,8 +192,9 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 # Measure the forward pass
 # ------------------------
 #
-# 16384 rows (tokens); the hidden size grows from 512 to 16384 in powers of two, in
-# bfloat16.
+# 16384 rows (tokens) in bfloat16. The hidden sizes are powers of two between 1024 and
+# 16384, and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
+# 7168 (DeepSeek-V3).
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -161,12 +206,28 @@ table = results_table(forward, ceiling_goal=0.85, baseline_goal=1.0)
 table
 
 # %%
+# Two more records of the forward pass, each in a file of its own and judged the same
+# way. The first keeps the hidden size at 4096 and changes the number of rows, from
+# 1000, about a sixteenth of the rows above, to 65536, four times as many; its table
+# starts where one call moves 16 MB. The second is the benchmark above in float16.
+
+rows = measure_or_load(layer_norm.ROW_SWEEP_BENCHMARK)
+rows_table = results_table(rows, min_work=16e6, baseline_goal=1.0)
+rows_table
+
+# %%
+fp16 = measure_or_load(layer_norm.FP16_BENCHMARK)
+fp16_table = results_table(fp16, ceiling_goal=0.85, baseline_goal=1.0)
+fp16_table
+
+# %%
 # Measure the backward pass
 # -------------------------
 #
-# Only the backward pass is timed: the forward runs once, then ``backward`` runs again
-# and again on the same graph. The rate counts a read of ``x`` and ``dy`` and a write
-# of ``dx`` (the weight and bias gradients are small).
+# The same 16384 rows, at six of the forward pass's hidden sizes. Only the backward pass
+# is timed: the forward runs once, then ``backward`` runs again and again on the same
+# graph. The rate counts a read of ``x`` and ``dy`` and a write of ``dx`` (the weight
+# and bias gradients are small).
 
 backward = measure_or_load(layer_norm.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
@@ -178,7 +239,7 @@ table
 # ----------------
 #
 # The goals are the arguments of ``results_table``: for the forward pass a share of
-# the copy ceiling and a ratio to the faster baseline, for the backward pass the ratio
+# the copy ceiling and a ratio to the fastest baseline, for the backward pass the ratio
 # alone. Each table's header states them, and the lines under it say where the run
 # recorded here met them.
 #
@@ -202,10 +263,12 @@ table
 #    into the GPU's machine code, decides how many registers each thread gets. With
 #    Triton 3.6, the version of the GPU build, the forward kernel at 8K values and 8
 #    warps (256 threads) gets 80 registers a thread with the mask and 64 with ``EVEN``
-#    (compiled for sm_90): a multiprocessor's 65536 registers hold three such programs
-#    with the mask and four without. In a sweep on an H200 the 8K point ran faster
-#    without the mask. With Triton 3.9 both versions get 64 registers: the counts
-#    depend on the compiler.
+#    (compiled for sm_90, when the kernel took one row per program): a
+#    multiprocessor's 65536 registers hold three such programs with the mask and four
+#    without. In a sweep on an H200 the 8K point ran faster without the mask. With
+#    Triton 3.9 both versions get 64 registers: the counts depend on the compiler. The
+#    row mask is another matter: it is the same all along a row, so it does not stop
+#    the compiler from loading neighbouring values of a row with one wide instruction.
 #
 #    **Why the fused backward kernel stops at** ``FUSED_BACKWARD_MAX_COLS``. At 16384
 #    values the fused kernel would run with 16 warps, 512 threads a program. All 512
@@ -216,13 +279,23 @@ table
 #    sums already make five of them, 160 registers. ptxas (Triton 3.6) gives the kernel
 #    128 registers and keeps the rest in a per-thread stack in memory, a *spill*: a
 #    264-byte stack frame. In sweeps on an H200 the spilling kernel ran far below the
-#    copy ceiling there, and the two-kernel plan was faster.
+#    copy ceiling there, and the two-kernel plan was faster. Those counts are of the
+#    loop without prefetching; the prefetching loop holds two more row-sized arrays,
+#    the next tile's ``x`` and ``dy``.
 #
 #    **Where torch.compile's forward kernel is ahead** (the forward table's "Triton vs
 #    it" column says where). We have no measured explanation. Limiting the
 #    registers so that two programs share a multiprocessor, loading the next row early,
 #    and reading the row twice as the RMSNorm kernel does did not close the gap in
 #    sweeps on an H200.
+#
+#    **Choices not yet measured.** Taking short rows several to a program
+#    (``FORWARD_TILE``), leaving out the statistics when no backward pass follows, and
+#    prefetching in the backward kernel (``BACKWARD_PREFETCH``) are choices of the
+#    launcher that have not yet been swept on a GPU. Prefetching has a price in
+#    registers: the next tile's ``x`` and ``dy`` are held, in the input's type, beside
+#    the tile being worked on, which can leave room for fewer programs on a
+#    multiprocessor. The flag keeps both loops so that they can be compared.
 #
 # Quiz
 # ----

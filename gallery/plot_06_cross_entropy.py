@@ -35,12 +35,12 @@ again.
 #
 #    forward, program r:
 #        m, s = online max and sum over row r, tile by tile    # one read
-#        lse = m + log(s)
-#        store loss[r] = lse - logits[r, target[r]], and lse[r]
+#        store loss[r] = (m - logits[r, target[r]]) + log(s)
+#        if a backward pass will follow: store m[r] and log(s)[r]
 #
 #    backward, program r:
 #        for each tile of row r:                                # one read
-#            p = exp(logits - lse[r])                           # softmax, recomputed
+#            p = exp((logits - m[r]) - log(s)[r])               # softmax, recomputed
 #            store (p - onehot(target)) * scale                 # one write
 #
 # The forward kernel
@@ -52,15 +52,42 @@ again.
 # .. literalinclude:: /kernels/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
-# Then the program looks up its target's logit and stores two numbers: the row's loss
-# and its logsumexp. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
+# Some vocabularies need one more step. A GPU thread loads 16 bytes in one instruction
+# (8 bfloat16 logits) only from an address that is a multiple of 16. Row ``r`` starts
+# at element ``r * n_cols``: when ``n_cols`` is not a multiple of 8, as with GPT-2's
+# 50257 tokens, most rows start between two such boundaries, the compiler cannot prove
+# any load aligned, and it loads one value per instruction. (It cannot prove it either
+# for a multiple of 8 that is not one of 16: Triton tells the compiler about multiples
+# of 16 only.) For rows of any length that is not a multiple of 16, ``ALIGN`` is
+# the number of values in 16 bytes, and the kernel calls
+# ``online_max_and_sum_unaligned`` instead, which walks the row in three parts: a short
+# masked *head* up to the first boundary, a *body* that starts on a boundary and is a
+# whole number of vectors long, so that its loads are vectors, and a short masked
+# *tail*. The :doc:`softmax page <plot_03_softmax>` walks its long rows the same way,
+# and ``kernels/aligned_rows.py`` explains the split. When every row starts on a
+# boundary, ``ALIGN`` is 1 and the plain helper runs.
+#
+# Then the program looks up its target's logit and stores the row's loss. When a
+# backward pass will follow (``STATS``), it also stores the row's logsumexp in two
+# parts, ``m`` and ``log(s)`` (the comment in the kernel says why they are not added
+# up); on logits that need no gradient, nothing would read them, so they are neither
+# stored nor allocated. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
 # get a loss of 0 and do not count in the mean:
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_forward_kernel
 #
+# ``EVEN``, ``ALIGN`` and ``STATS`` are compile-time constants (``tl.constexpr``), so
+# each combination compiles to its own kernel, without the branches it does not take.
+# The launcher works them out from the dtype and the row length:
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: forward_options
+#
 # A second kernel, run as a single program, adds up the row losses and divides by the
-# number of rows that count:
+# number of rows that count. It also stores that count for the backward pass; without
+# one, ``n_valid_ptr`` is ``None``, which Triton also treats as a compile-time constant,
+# so the store is left out:
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: mean_loss_kernel
@@ -71,8 +98,19 @@ again.
 # The gradient of the loss with respect to a logit is the softmax probability of its
 # token, minus one at the target, divided by the number of rows that count, times the
 # gradient that arrives from after the loss (1 when the loss is the last step). With the
-# logsumexp saved, the probability is ``exp(x - lse)``: the backward kernel reads the
-# logits once and writes the gradient once, and no softmax matrix ever exists.
+# two parts of the logsumexp saved, the probability is ``exp((x - m) - log(s))``: the
+# backward kernel reads the logits once and writes the gradient once, and no softmax
+# matrix ever exists.
+#
+# One helper computes and stores the gradient of a piece of a row: the values at
+# ``base + offsets``, whose first is column ``first_col`` of the row (which is how it
+# finds the target):
+#
+# .. literalinclude:: /kernels/cross_entropy.py
+#    :pyobject: _gradient_part
+#
+# The kernel calls it once per tile. With ``ALIGN`` above 1 it walks the row as the
+# forward pass does: the head, the body tile by tile, then the tail.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: cross_entropy_backward_kernel
@@ -89,6 +127,9 @@ again.
 #
 # .. literalinclude:: /kernels/cross_entropy.py
 #    :pyobject: CrossEntropyFunction
+#
+# As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
+# second derivative by name: the backward kernel's output cannot be differentiated.
 
 # %%
 # Run it and check it
@@ -128,9 +169,16 @@ except ValueError as error:
 # Measure it
 # ----------
 #
-# 4096 rows (token positions); the vocabulary grows from 1024 to 131072 tokens, in
-# bfloat16. The forward rate counts one read of the logits; the backward rate a read
-# of the logits and a write of their gradient.
+# 4096 rows (token positions) in bfloat16. The vocabularies are powers of two between
+# 1024 and 65536, and those of four models: 32000 (LLaMA 2), 50257 (GPT-2), 128256
+# (LLaMA 3) and 151936 (Qwen 2). The forward rate counts one read of the logits; the
+# backward rate a read of the logits and a write of their gradient.
+#
+# Besides PyTorch and ``torch.compile``, the ``Liger`` line is Liger-Kernel's
+# cross-entropy (``liger_cross_entropy``), in the forward pass only: with logits that
+# require a gradient, its forward pass also computes the gradient, as described above,
+# and its backward pass only scales it, so there is no backward pass of its own to
+# time. The lines under each table say where a baseline has no rate, and why.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement, plot_peak_memory
@@ -148,6 +196,13 @@ table = results_table(backward, baseline_goal=1.0)
 table
 
 # %%
+# The forward pass in float16, recorded in a file of its own, at the four vocabularies:
+
+fp16 = measure_or_load(cross_entropy.FP16_BENCHMARK)
+fp16_table = results_table(fp16, ceiling_goal=0.85, baseline_goal=1.0)
+fp16_table
+
+# %%
 # Memory
 # ------
 #
@@ -159,15 +214,16 @@ figure = plot_peak_memory(forward)
 print_peak_memory(forward)
 
 # %%
-# Every provider measured here allocates the gradient of the logits, as big as the
-# logits; the fused kernel allocates nothing else of that size, while PyTorch eager
-# also holds the ``log_softmax`` matrix and, during the backward pass, the gradient
-# with respect to it: two more matrices as big as the logits. For the Triton kernel the
-# peak is, by design, that gradient buffer (4096 rows times the vocabulary, two bytes each)
-# and a few numbers per row: the memory an in-place gradient would save as well.
+# PyTorch, ``torch.compile`` and the Triton kernel allocate the gradient of the
+# logits, as big as the logits; the fused kernel allocates nothing else of that size,
+# while PyTorch eager also holds the ``log_softmax`` matrix and, during the backward
+# pass, the gradient with respect to it: two more matrices as big as the logits. For
+# the Triton kernel the peak is, by design, that gradient buffer (4096 rows times the
+# vocabulary, two bytes each) and a few numbers per row: the memory that Liger-Kernel's
+# in-place gradient, written over the logits, is designed to save.
 #
 # On speed, the goals are the arguments of ``results_table``: for the forward pass
-# a share of the copy ceiling and a ratio to the faster baseline, for the backward pass
+# a share of the copy ceiling and a ratio to the fastest baseline, for the backward pass
 # the ratio alone. Each table's header states them, and the lines under it say where
 # the run recorded here met them. The "copy" column is a copy of as many bytes as one
 # call, timed the same way.
@@ -191,8 +247,10 @@ print_peak_memory(forward)
 #    slower.
 #
 #    **The host** is not what holds 32K back: the main lines are the GPU's time alone.
-#    The lighter lines add the Python side of a call (checks, autograd, two launches,
-#    four allocations), which weighs at small vocabularies.
+#    The lighter lines add the Python side of a call (checks, two launches, the
+#    allocations of the results), which weighs at small vocabularies. That is one
+#    reason for ``STATS``: a call without a backward pass allocates only the row losses
+#    and the loss.
 #
 # Quiz
 # ----

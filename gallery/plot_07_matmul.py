@@ -121,9 +121,11 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #    :pyobject: matmul_tma_kernel
 #
 # A descriptor needs each row to start on a 16-byte boundary and the elements of a row
-# to be contiguous, so the launcher uses this kernel when the GPU has a TMA and the
-# matrices are aligned (with 2-byte types: any product whose ``K`` and ``N`` are
-# multiples of 8), and the pointer kernel otherwise:
+# to be contiguous (``A_TRANSPOSED`` and ``B_TRANSPOSED`` are for matrices stored the
+# other way round: "What the launcher accepts" below), so the launcher uses this kernel
+# when the GPU has a TMA and the matrices are aligned (with 2-byte types: when the rows
+# of each matrix as stored are a multiple of 8 elements long), and the pointer kernel
+# otherwise:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: tma_applies
@@ -164,30 +166,69 @@ for activation in matmul.ACTIVATIONS:
     print(f"{activation:>5}(A @ B), 77 x 300 by 300 x 45, float16: relative error {error:.1e}")
 
 # %%
-# What the launcher accepts
-# -------------------------
+# What the launcher accepts: ``x @ W.t()``
+# ----------------------------------------
 #
 # A linear layer stores its weight ``W`` as ``(out_features, in_features)`` and
 # computes ``x @ W.t()``. ``W.t()`` is a view with the strides swapped: its columns,
-# not its rows, are contiguous. The pointer kernel takes any strides and could read it
-# in place, but the launcher checks, like the other launchers on this site, that its
-# inputs are contiguous, and a descriptor needs contiguous rows anyway. So today the
-# launcher refuses ``W.t()``, and the caller passes a contiguous copy:
+# not its rows, are contiguous. A contiguous copy would cost a pass over ``W`` on
+# every call, so the launcher reads the view in place, as each kernel allows:
+#
+# * the pointer kernel takes any strides: given the view's, it computes the address of
+#   every element of a tile, as Triton's matrix-multiplication tutorial does;
+# * a descriptor needs contiguous rows, so the launcher describes ``W`` itself, the
+#   view's transpose, and sets ``B_TRANSPOSED``: the kernel loads a
+#   ``BLOCK_N x BLOCK_K`` tile of ``W`` and transposes it with ``tl.trans`` before
+#   ``tl.dot``, as Triton's persistent-matmul tutorial does. On Hopper the tensor cores
+#   read 16-bit tiles from shared memory in either order, so the transpose need not
+#   move any data. ``A_TRANSPOSED`` does the same for an ``A`` stored transposed.
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: transposed
 
-weight = b.t().contiguous()  # (45, 300): a linear layer's weight, out by in
-try:
-    matmul.matmul(a, weight.t())
-except ValueError as error:
-    print(f"matmul(a, weight.t()) is refused: {error}")
-error = relative_error(matmul.matmul(a, weight.t().contiguous()), a.double() @ weight.double().t())
-print(f"matmul(a, weight.t().contiguous()): relative error {error:.1e}")
+x = torch.randn(77, 256, device=kernel_device(), dtype=torch.float16, generator=generator)
+weight = torch.randn(96, 256, device=kernel_device(), dtype=torch.float16, generator=generator)
+weight /= 256**0.5  # a linear layer's weight, out by in features
+out = matmul.matmul(x, weight.t())
+path = "descriptor" if matmul.tma_applies(x, weight, out) else "pointer"
+error = relative_error(out, x.double() @ weight.double().t())
+print(f"x @ weight.t(), {path} kernel, weight read in place: relative error {error:.1e}")
+# Every third column (of every other row of the weight): no descriptor takes these strides.
+x_part, weight_part = x[:, ::3], weight[::2, ::3]
+out = matmul.matmul(x_part, weight_part.t())
+error = relative_error(out, x_part.double() @ weight_part.double().t())
+print(f"x[:, ::3] @ weight[::2, ::3].t(), pointer kernel: relative error {error:.1e}")
 
 # %%
-# Reading ``W`` in place would take a launcher that passes the view's strides to the
-# pointer kernel, and a descriptor kernel that loads tiles of ``W`` and transposes them
-# with ``tl.trans``. Until then, a caller that does not keep the copy pays a pass over
-# ``W`` on every call.
+# Gradients
+# ---------
 #
+# Training needs the gradients of ``C = activation(Z)``, ``Z = A @ B``. Given ``dC``,
+# the gradient of the loss with respect to ``C``, the backward pass applies the
+# activation's derivative element by element, ``dZ = dC * activation'(Z)``, then
+# computes two more products: ``dA = dZ @ B^T`` and ``dB = A^T @ dZ``. Each has a
+# transposed operand, a view that the launcher reads in place, so the same kernels
+# compute them. A ``torch.autograd.Function`` (the
+# :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
+# explains it) wires them in; ``first_order_only`` turns a request for a second
+# derivative, which the kernels cannot give, into an error that says so:
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: MatmulFunction
+#
+# The check compares the gradients with PyTorch's evaluated in float64:
+
+x.requires_grad_()
+weight.requires_grad_()
+grad = torch.randn(77, 96, device=kernel_device(), dtype=torch.float16, generator=generator)
+matmul.matmul(x, weight.t(), "gelu").backward(grad)
+x64, weight64 = (t.detach().double().requires_grad_() for t in (x, weight))
+matmul.torch_matmul(x64, weight64.t(), "gelu").backward(grad.double())
+for name, mine, reference in (("x", x.grad, x64.grad), ("weight", weight.grad, weight64.grad)):
+    print(f"gradient of {name} through gelu(x @ weight.t()): relative error "
+          f"{relative_error(mine, reference):.1e}")  # fmt: skip
+
+# %%
 # The order of the tiles
 # ----------------------
 #
@@ -264,8 +305,9 @@ set_caption(
 # product.
 #
 # ``triton.autotune`` compiles each candidate configuration, times it on the first call
-# with a new key (here ``M``, ``N`` and ``K``; the Engineering notes say what else
-# enters it) and keeps the fastest for that key (the
+# with a new key (here ``M`` rounded up to a power of two, ``N``, ``K``, which operands
+# are transposed, the activation and the dtype; the Engineering notes say why) and
+# keeps the fastest for that key (the
 # :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows why each configuration is
 # its own compiled kernel). Our candidates are chosen for Hopper:
 #
@@ -273,12 +315,17 @@ set_caption(
 #    :start-at: # Candidates for Hopper
 #    :end-before: # Small tiles for the interpreter
 #
-# .. literalinclude:: /kernels/matmul.py
-#    :start-at: tuned_matmul_kernel = triton.autotune(
-#    :end-at: )(matmul_kernel)
+# Before timing, the candidates are pruned by the number of rows: a tile taller than
+# the product multiplies padding, and a short one pays only where there are few rows.
+# In the interpreter they are pruned to one small tile, since timing candidates there
+# would time Python:
 #
-# In the interpreter the candidates are pruned to one small tile, since timing
-# candidates there would time Python.
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: _candidates
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :start-at: # One configuration per key
+#    :end-at: )(matmul_kernel)
 #
 # Measure it
 # ----------
@@ -308,7 +355,7 @@ table = results_table(
 if square.fresh:
     print("Configurations autotune chose in this run (descriptor kernel):")
     for key, config in matmul.tuned_matmul_tma_kernel.cache.items():
-        print(f"  M, N, K = {key[:3]}: {config}")
+        print(f"  M rounded up, N, K = {key[:3]}, A and B transposed = {key[3:5]}: {config}")
 table
 
 # %%
@@ -322,14 +369,33 @@ table
 #   ceiling there.
 # * The gap between Triton's two lines is time spent outside the kernel. Our launcher
 #   is Python: it checks the inputs, builds three descriptors and looks up the
-#   autotuned configuration before each launch. A small product's kernel is too short
-#   to hide that; a large one's is not.
+#   autotuned configuration before each launch (``launch_tuned``, in
+#   ``kernels/launch.py``, keeps autotune's choices in a dictionary of its own, a
+#   quicker lookup than the autotuner's). A small product's kernel is too short to
+#   hide that; a large one's is not.
 # * From 4096 up, the table gives Triton's rate as a share of the ceiling and as a
 #   ratio to cuBLAS, and the line under it says at which sizes the goal was met.
 # * The ceiling is a measurement too, taken once at the end of the run. A GPU's clock
 #   varies with its temperature and power draw, so a product measured earlier in the
 #   run can show a rate above the ceiling.
 #
+# The linear layer's layout
+# -------------------------
+#
+# The same square products with ``B = W.t()``, the view a linear layer multiplies by,
+# from 1024 to 8192. Neither side copies ``W``: cuBLAS, too, reads a transposed
+# operand in place. The table judges the sizes from 2048 up.
+
+transposed_b = measure_or_load(matmul.NT_BENCHMARK)
+table = results_table(
+    transposed_b,
+    min_work=matmul.square_flops(2048, torch.bfloat16),
+    baseline_goal=0.95,
+    against="cuBLAS",
+)
+table
+
+# %%
 # A skinny product
 # ----------------
 #
@@ -346,35 +412,46 @@ table
 # An ``M x 8192`` by ``8192 x 8192`` product reads the 128 MiB weight once and does
 # ``2 x M`` operations per weight element, that is ``M`` operations per byte. With 16
 # rows that is far below the two hundred or so that the tensor cores need: the product
-# waits on memory, and no rate near the ceiling is possible for anyone. Every candidate
-# tile also has at least 64 rows, so with 16 rows most of each tile is padding that the
-# tensor cores multiply anyway, and the grid is a single row of tiles: at most 128
-# programs (with 64-column tiles) for 132 SMs. The table gives Triton's rate and its
-# ratio to cuBLAS as ``M`` grows.
+# waits on memory, and no rate near the ceiling is possible for anyone. What counts is
+# that the programs stream the weight at the memory's rate. For at most 64 rows the
+# candidates include tiles of 16 and 32 rows, which multiply little padding, and tiles
+# of 32 to 128 columns: the grid is a single row of tiles, 64 to 256 programs for 132
+# SMs. The table gives Triton's rate and its ratio to cuBLAS as ``M`` grows.
 #
 # .. dropdown:: Engineering notes
 #
-#    **The autotune key has no dtype for the descriptor kernel.** Triton's autotuner
-#    adds to the key (``M``, ``N``, ``K``) the dtype of every argument that has a
-#    ``dtype`` attribute. Tensors have one, so the pointer kernel is tuned separately
-#    for float16 and bfloat16. A ``TensorDescriptor`` has none, so the descriptor
-#    kernel, the one the benchmarks time, keeps one configuration per ``(M, N, K)``:
-#    a float16 and a bfloat16 product of the same shape share whichever configuration
-#    the first of them chose. ``ACTIVATION`` is in neither kernel's key, so the three
-#    epilogues share one configuration too. Fixing it means adding the dtype and the
-#    activation to the key in ``kernels/matmul.py``; that changes a kernel module whose
-#    records can only be measured again on a GPU, so the limitation stands for now.
+#    **What the autotune key holds.** Triton's autotuner adds to the key the dtype of
+#    every argument that has a ``dtype`` attribute. Tensors have one, so the pointer
+#    kernel is tuned separately for float16 and bfloat16; a ``TensorDescriptor`` has
+#    none, so the descriptor kernel takes the dtype as an argument, ``DTYPE``, which
+#    its key names. Otherwise a float16 and a bfloat16 product of the same shape would
+#    share whichever configuration the first of them chose. The layout flags and
+#    ``ACTIVATION`` are in the key too, since each changes the compiled kernel.
+#    ``M_BUCKET``, ``M`` rounded up to a power of two, stands in for ``M``: a decoding
+#    loop whose batch grows by a row would otherwise time every candidate again at
+#    each new ``M``. The kernels never read it.
+#
+#    **GELU in training.** The derivative of GELU needs its input ``Z``, which the fused
+#    epilogue never writes to memory. When an input requires a gradient, the forward
+#    pass therefore runs the kernel without an activation and applies GELU with
+#    PyTorch, as eager PyTorch does; ReLU's derivative needs only the output, so ReLU
+#    stays fused. An epilogue that also stored ``Z``, as cuBLASLt's ``GELU_AUX`` does,
+#    would save the extra read of ``Z``.
 #
 #    **Descriptor or pointer kernel.** In sweeps on an H200 that this page does not
 #    record, the descriptor kernel was as fast as the pointer kernel or faster for most
 #    tile configurations, and its best configuration beat the pointer kernel's best.
 #    That is why the launcher prefers it whenever ``tma_applies``.
 #
-#    **Skinny products.** The candidates are the same for every shape: none has fewer
-#    than 64 rows per tile, and the kernel has no *split-K* variant, in which several
-#    programs each sum a part of ``K`` for the same tile of ``C`` and the partial tiles
-#    are added at the end. Split-K gives a product with few tiles more programs to
-#    spread over the SMs.
+#    **Skinny products.** Tiles of 16 and 32 rows keep the tensor cores from
+#    multiplying padding and narrow tiles give the grid more programs, but the kernel
+#    has no *split-K* variant, in which several programs each sum a part of ``K`` for
+#    the same tile of ``C`` and the partial tiles are added at the end. Split-K gives
+#    more programs to a product that has few tiles even when they are narrow: few rows
+#    and few columns, with a long ``K``. Tiles of fewer than 64 rows are also too short
+#    for Hopper's warp-group instructions, which multiply 64 rows at a time; swapping
+#    the operands (computing ``C^T = B^T A^T``, so that the few rows become the short
+#    side of the instruction) would use them.
 #
 # Quiz
 # ----

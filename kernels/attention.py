@@ -14,6 +14,7 @@ keys for each query block (gradient of Q), so that no two programs add to the sa
 output and no atomics are needed.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -21,7 +22,9 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_same_layout, check_tensor
+from .checks import check_bool, check_real, check_same_layout, check_tensor, needs_grad
+from .first_order import first_order_only
+from .launch import cdiv
 from .runtime import interpreted
 from .spec import BenchmarkSpec, ProviderUnavailable
 from .tile_dot import tile_dot
@@ -152,9 +155,11 @@ def attention_forward_kernel(
     # needs to recompute any probability, p = exp2(score * qk_scale - lse).
     lse = row_max + tl.math.log2(row_sum)
     out_tile = out_ptr + rows[:, None] * HEAD_DIM + dims[None, :]
-    lse_rows = lse_ptr + tl.program_id(1).to(tl.int64) * seq_len + rows
     _store(out_tile, out, rows[:, None] < seq_len, EVEN)
-    _store(lse_rows, lse, rows < seq_len, EVEN)
+    # lse_ptr is None (a compile-time constant) when no backward pass will need it.
+    if lse_ptr is not None:
+        lse_rows = lse_ptr + tl.program_id(1).to(tl.int64) * seq_len + rows
+        _store(lse_rows, lse, rows < seq_len, EVEN)
 
 
 @triton.jit
@@ -419,18 +424,36 @@ def _launch_args(seq_len: int, tiles: Tiles) -> dict[str, int | bool]:
     }
 
 
-def _forward(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    batch, heads, seq_len, head_dim = q.shape
-    out = torch.empty_like(q)
-    lse = torch.empty((batch, heads, seq_len), device=q.device, dtype=torch.float32)
+@functools.cache
+def forward_launch(
+    batch: int, heads: int, seq_len: int, head_dim: int, causal: bool
+) -> tuple[tuple[int, int], dict[str, int | bool]]:
+    """The grid and compile-time arguments of :func:`attention_forward_kernel` for inputs
+    of shape (batch, heads, seq_len, head_dim), worked out once per shape."""
     tiles = tiles_for("forward", head_dim)
-    grid = (triton.cdiv(seq_len, tiles.block_m), batch * heads)
-    attention_forward_kernel[grid](
-        q, k, v, out, lse, seq_len, sm_scale * LOG2_E,
-        HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
-    )  # fmt: skip
+    grid = (cdiv(seq_len, tiles.block_m), batch * heads)
+    return grid, {"HEAD_DIM": head_dim, "CAUSAL": causal, **_launch_args(seq_len, tiles)}
+
+
+def _forward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    sm_scale: float,
+    keep_lse: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    # keep_lse: the backward pass will need each row's log-sum-exp. Without one, it is
+    # neither allocated nor stored (an allocation is a microsecond or two of the host's).
+    out = torch.empty_like(q)
+    batch, heads, seq_len, _ = q.shape
+    lse = (
+        torch.empty((batch, heads, seq_len), device=q.device, dtype=torch.float32)
+        if keep_lse
+        else None
+    )
+    grid, options = forward_launch(*q.shape, causal)
+    attention_forward_kernel[grid](q, k, v, out, lse, seq_len, sm_scale * LOG2_E, **options)
     return out, lse
 
 
@@ -442,17 +465,17 @@ def _backward(
     grad_q, grad_k, grad_v = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     delta = torch.empty_like(lse)
     delta_block = 64
-    attention_delta_kernel[(triton.cdiv(seq_len, delta_block), batch * heads)](
+    attention_delta_kernel[(cdiv(seq_len, delta_block), batch * heads)](
         out, grad_out, delta, seq_len, HEAD_DIM=head_dim, BLOCK_M=delta_block
     )
     scales = (sm_scale * LOG2_E, sm_scale)
     tiles = tiles_for("backward_kv", head_dim)
-    attention_backward_kv_kernel[(triton.cdiv(seq_len, tiles.block_n), batch * heads)](
+    attention_backward_kv_kernel[(cdiv(seq_len, tiles.block_n), batch * heads)](
         q, k, v, grad_out, lse, delta, grad_k, grad_v, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip
     tiles = tiles_for("backward_q", head_dim)
-    attention_backward_q_kernel[(triton.cdiv(seq_len, tiles.block_m), batch * heads)](
+    attention_backward_q_kernel[(cdiv(seq_len, tiles.block_m), batch * heads)](
         q, k, v, grad_out, lse, delta, grad_q, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip
@@ -470,6 +493,7 @@ class FlashAttention(torch.autograd.Function):
         return out
 
     @staticmethod
+    @first_order_only("attention")
     def backward(ctx, grad_out):
         grad_out = grad_out.contiguous()
         grads = _backward(ctx.saved_tensors, grad_out, ctx.causal, ctx.sm_scale)
@@ -505,15 +529,23 @@ def attention(
 
     ``q``, ``k``, ``v``: contiguous (batch, heads, seq_len, head_dim) tensors of one shape
     and dtype (float16 or bfloat16) on the device Triton runs on; head_dim is 16, 32, 64
-    or 128. ``causal``: query i attends to keys 0..i only. ``sm_scale`` defaults to
-    ``1 / sqrt(head_dim)``.
+    or 128. ``causal`` (a bool): query i attends to keys 0..i only. ``sm_scale`` (a
+    finite number) defaults to ``1 / sqrt(head_dim)``.
     """
     check_attention_inputs(q, k, v)
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(q.shape[-1])
+    causal = check_bool("causal", causal)
+    sm_scale = (
+        1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else check_real("sm_scale", sm_scale)
+    )
+    if not math.isfinite(sm_scale):
+        raise ValueError(f"sm_scale must be a finite number, got {sm_scale!r}")
     if q.numel() == 0:
-        return torch.empty_like(q).requires_grad_(q.requires_grad)
-    return FlashAttention.apply(q, k, v, causal, sm_scale)
+        # No queries, nothing to launch; the sum of the empty inputs is an empty output
+        # that still links them to autograd.
+        return q + k + v
+    if needs_grad(q, k, v):
+        return FlashAttention.apply(q, k, v, causal, sm_scale)
+    return _forward(q, k, v, causal, sm_scale, keep_lse=False)[0]
 
 
 def attention_probabilities(q: torch.Tensor, k: torch.Tensor, causal: bool = False) -> torch.Tensor:

@@ -5,24 +5,42 @@ or a tensor of another dtype gives a crash or a silently wrong answer. Launchers
 these checks first so that the mistake is reported in the caller's terms.
 """
 
-from collections.abc import Iterable
+import numbers
+from collections.abc import Collection
+from operator import attrgetter
 
 import torch
 
 from .runtime import interpreted, kernel_device
 
+# Whether a tensor is on the kernel device, in one attribute read. Kernels are compiled or
+# interpreted when their modules load, after kernels.runtime has set TRITON_INTERPRET, so
+# the answer is taken once, here.
+_on_kernel_device = attrgetter("is_cpu" if interpreted() else "is_cuda")
 
-def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
+
+def _dtype_names(dtypes: Collection[torch.dtype]) -> str:
     return ", ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
 
 
-def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+def check_tensor(
+    name: str, value: object, dtypes: Collection[torch.dtype], *, contiguous: bool = True
+) -> torch.Tensor:
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
     Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
-    for a tensor on the wrong device or a non-contiguous one.
+    for a tensor on the wrong device or, unless ``contiguous`` is False (for a kernel that
+    takes strides), a non-contiguous one.
     """
-    dtypes = tuple(dtypes)
+    # A launcher runs this on every call: a good tensor costs four attribute reads, and
+    # only a bad one goes on to the checks below, which find what is wrong.
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype in dtypes
+        and _on_kernel_device(value)
+        and (not contiguous or value.is_contiguous())
+    ):
+        return value
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -38,7 +56,7 @@ def check_tensor(name: str, value: object, dtypes: Iterable[torch.dtype]) -> tor
         raise ValueError(
             f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
         )
-    if not value.is_contiguous():
+    if contiguous and not value.is_contiguous():
         raise ValueError(
             f"{name} is not contiguous (strides {tuple(value.stride())}); "
             "this kernel reads memory in order: pass .contiguous()"
@@ -62,7 +80,7 @@ def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch
         )
 
 
-def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch.Tensor:
+def check_rows(name: str, value: object, dtypes: Collection[torch.dtype]) -> torch.Tensor:
     """Check a tensor that a row-wise kernel reads: as :func:`check_tensor`, with at least
     one dimension and a non-empty last dimension (the row)."""
     tensor = check_tensor(name, value, dtypes)
@@ -75,6 +93,15 @@ def check_rows(name: str, value: object, dtypes: Iterable[torch.dtype]) -> torch
 
 def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
     """Check a per-column parameter (a weight or a bias) of a row-wise kernel on ``like``."""
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype == like.dtype
+        and _on_kernel_device(value)
+        and value.is_contiguous()
+        and value.dim() == 1
+        and value.shape[0] == like.shape[-1]
+    ):
+        return value
     if isinstance(value, torch.Tensor) and value.dtype != like.dtype:
         raise TypeError(
             f"{name} is {str(value.dtype).removeprefix('torch.')} but the input is "
@@ -94,11 +121,12 @@ def check_normalisation(
     parameters: dict[str, object],
     eps: float,
     max_cols: int,
-    dtypes: Iterable[torch.dtype],
-) -> torch.Tensor:
+    dtypes: Collection[torch.dtype],
+) -> float:
     """Check the inputs of a normalisation over the last dimension: ``x`` as
     :func:`check_rows`, each per-column parameter as :func:`check_parameter`, rows no
-    longer than ``max_cols`` (what fits in registers) and a positive ``eps``."""
+    longer than ``max_cols`` (what fits in registers) and a positive number ``eps``,
+    which is returned as a Python float."""
     tensor = check_rows("x", x, dtypes)
     for name, value in parameters.items():
         check_parameter(name, value, tensor)
@@ -106,6 +134,81 @@ def check_normalisation(
         raise ValueError(
             f"x has rows of {tensor.shape[-1]} values; this kernel takes at most {max_cols}"
         )
+    eps = check_real("eps", eps)
     if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps}")
-    return tensor
+        raise ValueError(f"eps must be positive, got {eps!r}")
+    return eps
+
+
+def _what(value: object) -> str:
+    """A short description of a value for an error message: its type, and its value
+    unless it is a tensor (whose repr can run to pages)."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def check_real(name: str, value: object) -> float:
+    """Check that scalar argument ``name`` is a real number (a Python or NumPy int or
+    float, not a bool, a string, None or a tensor) and return it as a Python float."""
+    if type(value) is float:  # the common case, with no further work
+        return value
+    if isinstance(value, bool | torch.Tensor) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number (int or float), got {_what(value)}")
+    return float(value)
+
+
+def check_integer(name: str, value: object) -> int:
+    """Check that scalar argument ``name`` is an integer (a Python or NumPy int, not a
+    bool, a float or a tensor) and return it as a Python int."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool | torch.Tensor) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_what(value)}")
+    return int(value)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Check that flag ``name`` is a bool (Python's or NumPy's): a string such as
+    ``"false"`` is true to Python, so it is refused rather than read."""
+    if type(value) is bool:
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {_what(value)}")
+
+
+def check_no_partial_overlap(
+    names: tuple[str, str], out: torch.Tensor, other: torch.Tensor
+) -> None:
+    """Check that output ``out`` and input ``other`` (both contiguous) are the same memory
+    or share none: where they partly overlap, a kernel would read values that another
+    program has already overwritten, as PyTorch refuses too."""
+    out_start, other_start = out.data_ptr(), other.data_ptr()
+    out_bytes = out.numel() * out.element_size()
+    other_bytes = other.numel() * other.element_size()
+    if out_start == other_start and out_bytes == other_bytes:
+        return
+    if out_start < other_start + other_bytes and other_start < out_start + out_bytes:
+        a, b = names
+        raise ValueError(
+            f"{a} overlaps {b} in memory without being the same elements: the kernel would "
+            f"read values of {b} it has already overwritten. Pass a separate {a}, or {b} itself"
+        )
+
+
+def needs_grad(*tensors: torch.Tensor) -> bool:
+    """Whether a call on ``tensors`` must record a gradient: grad mode is on and one of
+    them requires one."""
+    if torch.is_grad_enabled():
+        for tensor in tensors:
+            if tensor.requires_grad:
+                return True
+    return False
+
+
+def check_no_grad(name: str, value: torch.Tensor, why: str) -> None:
+    """Refuse input ``name`` when it needs a gradient that the launcher cannot give
+    (``why`` says why): a result cut off from autograd would train silently wrong."""
+    if value.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"{name} requires grad, but {why}")

@@ -25,6 +25,7 @@ def compile_for_gpu(
     divisible_by_16: tuple[str, ...] = (),
     arch: int = 90,
     debug: bool = False,
+    num_warps: int = 4,
 ) -> dict[str, str]:
     """The IR of ``kernel`` ("module:function") compiled for CUDA compute capability ``arch``.
 
@@ -33,11 +34,13 @@ def compile_for_gpu(
     ``divisible_by_16`` the arguments promised to be multiples of 16 (for a pointer: 16-byte
     aligned), which Triton assumes on its own at launch when it sees them so; ``debug`` compiles
     as ``TRITON_DEBUG=1`` would at launch (device assertions and integer overflow checks
-    kept). Returns the text of each stage in :data:`STAGES`.
+    kept); ``num_warps`` as at launch. A constexpr may be a Triton dtype (``tl.float32``).
+    Returns the text of each stage in :data:`STAGES`.
     """
-    request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": constexprs,
+    sent = {name: _send(value) for name, value in constexprs.items()}
+    request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": sent,
                           "divisible_by_16": list(divisible_by_16), "arch": arch,
-                          "debug": debug})  # fmt: skip
+                          "debug": debug, "num_warps": num_warps})  # fmt: skip
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     result = subprocess.run(
@@ -47,6 +50,21 @@ def compile_for_gpu(
     if result.returncode != 0:
         raise RuntimeError(f"compiling {kernel} for sm_{arch} failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout)
+
+
+def _send(value: Any) -> Any:
+    # A Triton dtype travels to the child process as its name ("fp32").
+    import triton.language as tl
+
+    return {"triton_dtype": value.name} if isinstance(value, tl.dtype) else value
+
+
+def _received(value: Any) -> Any:
+    import triton.language as tl
+
+    if isinstance(value, dict) and set(value) == {"triton_dtype"}:
+        return tl.dtype(value["triton_dtype"])
+    return value
 
 
 def _compile_request(request: dict[str, Any]) -> dict[str, str]:
@@ -60,12 +78,13 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
         (kernel.arg_names.index(name),): [["tt.divisibility", 16]]
         for name in request["divisible_by_16"]
     }
+    constexprs = {name: _received(value) for name, value in request["constexprs"].items()}
     source = ASTSource(
-        fn=kernel, signature=request["signature"], constexprs=request["constexprs"], attrs=attrs
+        fn=kernel, signature=request["signature"], constexprs=constexprs, attrs=attrs
     )
-    compiled = triton.compile(
-        source, target=GPUTarget("cuda", request["arch"], 32), options={"debug": request["debug"]}
-    )
+    target = GPUTarget("cuda", request["arch"], 32)
+    options = {"debug": request["debug"], "num_warps": request["num_warps"]}
+    compiled = triton.compile(source, target=target, options=options)
     return {stage: compiled.asm[stage] for stage in STAGES}
 
 

@@ -4,20 +4,25 @@
 ``cross_entropy`` computes ``log_softmax`` of the whole (rows, vocabulary) matrix, keeps
 it for the backward pass, and then picks one value per row: for a large vocabulary that
 matrix is as big as the logits themselves. The forward kernel here streams each row
-once, keeping a running maximum and sum (the online logsumexp), and stores one number
+once, keeping a running maximum and sum (the online logsumexp), and stores two numbers
 per row; the backward kernel reads the logits again and writes the gradient
 ``softmax(logits) - onehot(target)`` directly, scaled by the upstream gradient.
 """
 
 import dataclasses
+import functools
+import math
 
 import torch
 import triton
 import triton.language as tl
 
-from .checks import check_rows, check_tensor
+from . import liger
+from .aligned_rows import align_for, row_parts
+from .checks import check_bool, check_integer, check_rows, check_tensor, needs_grad
+from .first_order import first_order_only
 from .launch import benchmark_rows
-from .online_softmax import online_max_and_sum
+from .online_softmax import online_max_and_sum, online_max_and_sum_unaligned
 from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -39,29 +44,45 @@ def cross_entropy_forward_kernel(
     logits_ptr,
     targets_ptr,
     losses_ptr,
-    lse_ptr,
+    max_ptr,
+    log_sum_ptr,
     n_cols,
     ignore_index,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
+    STATS: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * n_cols
     # Online logsumexp: one pass over the row, nothing row-sized is stored. EVEN: the
-    # row is a whole number of tiles, so the loads need no mask.
-    running_max, running_sum = online_max_and_sum(
-        row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
-    )
-    lse = running_max + tl.log(running_sum)
+    # row is a whole number of tiles, so the loads need no mask. ALIGN > 1: rows do not
+    # all start on a 16-byte boundary (a vocabulary of 50,257), and are walked in three
+    # parts so that most loads are vectors (kernels/aligned_rows.py).
+    if ALIGN > 1:
+        running_max, running_sum = online_max_and_sum_unaligned(
+            logits_ptr, row * n_cols, n_cols, ACC, BLOCK_SIZE, ALIGN, ""
+        )
+    else:
+        running_max, running_sum = online_max_and_sum(
+            row_ptr, n_cols, ACC, BLOCK_SIZE, NUM_STAGES, "", EVEN
+        )
+    # logsumexp = max + log(sum). The two are kept apart: with logits near 1e6 their sum
+    # rounds to a multiple of 1/16 in float32, which would shift every probability by up
+    # to 3%, while (logit - max) + log(sum) keeps the digits that matter.
+    log_sum = tl.log(running_sum)
     target = tl.load(targets_ptr + row)
     valid = target != ignore_index
     # Never read outside the row: an unchecked out-of-range target gives a NaN loss.
     in_range = (target >= 0) & (target < n_cols)
     target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
-    tl.store(losses_ptr + row, tl.where(valid, lse - target_logit, 0.0))
-    tl.store(lse_ptr + row, lse)
+    tl.store(losses_ptr + row, tl.where(valid, (running_max - target_logit) + log_sum, 0.0))
+    # STATS: there will be a backward pass, which needs the two parts of the logsumexp.
+    if STATS:
+        tl.store(max_ptr + row, running_max)
+        tl.store(log_sum_ptr + row, log_sum)
 
 
 @triton.jit
@@ -78,15 +99,42 @@ def mean_loss_kernel(
         targets = tl.load(targets_ptr + rows, mask=mask, other=ignore_index)
         count += (targets != ignore_index).to(tl.int32)
     n_valid = tl.sum(count, axis=0)
-    tl.store(n_valid_ptr, n_valid)
+    # None (a compile-time constant) when no backward pass needs the count.
+    if n_valid_ptr is not None:
+        tl.store(n_valid_ptr, n_valid)
     tl.store(loss_ptr, tl.sum(total, axis=0) / n_valid)
+
+
+@triton.jit
+def _gradient_part(
+    logits_ptr,
+    dlogits_ptr,
+    base,
+    offsets,
+    first_col,
+    mask,
+    target,
+    row_max,
+    log_sum,
+    scale,
+    ACC: tl.constexpr,
+):
+    # The gradient of the values at base + offsets, columns first_col + offsets of the row.
+    # Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
+    # when the row's logits are far below 0.
+    x = tl.load(logits_ptr + base + offsets, mask=mask, other=-float("inf")).to(ACC)
+    # x - max is exact for nearby values, and at most 0: exp() cannot overflow.
+    probability = tl.exp((x - row_max) - log_sum)
+    grad = (probability - tl.where(first_col + offsets == target, 1.0, 0.0)) * scale
+    tl.store(dlogits_ptr + base + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def cross_entropy_backward_kernel(
     logits_ptr,
     targets_ptr,
-    lse_ptr,
+    max_ptr,
+    log_sum_ptr,
     grad_loss_ptr,
     n_valid_ptr,
     dlogits_ptr,
@@ -94,28 +142,76 @@ def cross_entropy_backward_kernel(
     ignore_index,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
     target = tl.load(targets_ptr + row)
-    lse = tl.load(lse_ptr + row)
+    row_max = tl.load(max_ptr + row)
+    log_sum = tl.load(log_sum_ptr + row)
     # d(mean loss)/d(logit) = (softmax - onehot) / n_valid, times the upstream gradient;
     # both scalars are read on the device, so the host never waits for them.
     scale = tl.load(grad_loss_ptr).to(ACC) / tl.load(n_valid_ptr).to(ACC)
     scale = tl.where(target != ignore_index, scale, 0.0)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        offsets = start + cols
-        mask = offsets < n_cols
-        x = tl.load(logits_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(ACC)
-        probability = tl.exp(x - lse)
-        grad = (probability - tl.where(offsets == target, 1.0, 0.0)) * scale
-        tl.store(
-            dlogits_ptr + row * n_cols + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask
-        )
+    row_offset = row * n_cols
+    if ALIGN > 1:
+        # Rows that do not start on a 16-byte boundary: head, body in vectors, tail.
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        _gradient_part(logits_ptr, dlogits_ptr, row_offset, edge, 0, edge < head, target,
+                       row_max, log_sum, scale, ACC)  # fmt: skip
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _gradient_part(logits_ptr, dlogits_ptr, body_start + start, cols, head + start,
+                           body_mask, target, row_max, log_sum, scale, ACC)  # fmt: skip
+        _gradient_part(logits_ptr, dlogits_ptr, body_start + body_len, edge, head + body_len,
+                       edge < tail_len, target, row_max, log_sum, scale, ACC)  # fmt: skip
+    else:
+        for start in range(0, n_cols, BLOCK_SIZE):
+            _gradient_part(logits_ptr, dlogits_ptr, row_offset + start, cols, start,
+                           start + cols < n_cols, target, row_max, log_sum, scale, ACC)  # fmt: skip
 
 
 def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
     return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
+
+
+@functools.cache
+def forward_options(dtype: torch.dtype, n_cols: int, stats: bool) -> dict[str, object]:
+    """The compile-time arguments of :func:`cross_entropy_forward_kernel` for rows of
+    ``n_cols`` logits of ``dtype``; ``stats``: store each row's maximum and log-sum."""
+    return {"ACC": _accumulator(dtype)[1], "BLOCK_SIZE": BLOCK_SIZE,
+            "NUM_STAGES": FORWARD_STAGES, "EVEN": n_cols % BLOCK_SIZE == 0,
+            "ALIGN": align_for(dtype, n_cols), "STATS": stats,
+            "num_warps": FORWARD_WARPS}  # fmt: skip
+
+
+def _forward(
+    logits: torch.Tensor, targets: torch.Tensor, ignore_index: int, stats: bool = True
+) -> tuple[torch.Tensor, ...]:
+    """The mean loss, then (``stats``) what the backward pass needs besides the logits
+    and targets: each row's maximum and log-sum, and the number of rows that count.
+    Without ``stats`` those three are not computed, nor allocated (each allocation is
+    a microsecond or two of the host's time), and come back as None."""
+    n_rows, n_cols = logits.shape
+    acc_torch = _accumulator(logits.dtype)[0]
+    device = logits.device
+    losses = torch.empty(n_rows, dtype=acc_torch, device=device)
+    loss = torch.empty((), dtype=acc_torch, device=device)
+    row_max = log_sum = n_valid = None
+    if stats:
+        row_max = torch.empty(n_rows, dtype=acc_torch, device=device)
+        log_sum = torch.empty(n_rows, dtype=acc_torch, device=device)
+        n_valid = torch.empty((), dtype=torch.int32, device=device)
+    cross_entropy_forward_kernel[(n_rows,)](
+        logits, targets, losses, row_max if stats else losses, log_sum if stats else losses,
+        n_cols, ignore_index, **forward_options(logits.dtype, n_cols, stats),
+    )  # fmt: skip
+    mean_loss_kernel[(1,)](
+        losses, targets, loss, n_valid, n_rows, ignore_index,
+        BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
+    )  # fmt: skip
+    return loss, row_max, log_sum, n_valid
 
 
 class CrossEntropyFunction(torch.autograd.Function):
@@ -123,33 +219,21 @@ class CrossEntropyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, targets, ignore_index):
-        n_rows, n_cols = logits.shape
-        acc_torch, acc_triton = _accumulator(logits.dtype)
-        losses = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        lse = torch.empty(n_rows, dtype=acc_torch, device=logits.device)
-        cross_entropy_forward_kernel[(n_rows,)](
-            logits, targets, losses, lse, n_cols, ignore_index, ACC=acc_triton,
-            BLOCK_SIZE=BLOCK_SIZE, NUM_STAGES=FORWARD_STAGES, EVEN=n_cols % BLOCK_SIZE == 0,
-            num_warps=FORWARD_WARPS,
-        )  # fmt: skip
-        loss = torch.empty((), dtype=acc_torch, device=logits.device)
-        n_valid = torch.empty((), dtype=torch.int32, device=logits.device)
-        mean_loss_kernel[(1,)](
-            losses, targets, loss, n_valid, n_rows, ignore_index,
-            BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
-        )  # fmt: skip
-        ctx.save_for_backward(logits, targets, lse, n_valid)
+        loss, row_max, log_sum, n_valid = _forward(logits, targets, ignore_index)
+        ctx.save_for_backward(logits, targets, row_max, log_sum, n_valid)
         ctx.ignore_index = ignore_index
         return loss
 
     @staticmethod
+    @first_order_only("cross_entropy")
     def backward(ctx, grad_loss):
-        logits, targets, lse, n_valid = ctx.saved_tensors
+        logits, targets, row_max, log_sum, n_valid = ctx.saved_tensors
         n_rows, n_cols = logits.shape
         dlogits = torch.empty_like(logits)
         cross_entropy_backward_kernel[(n_rows,)](
-            logits, targets, lse, grad_loss, n_valid, dlogits, n_cols, ctx.ignore_index,
-            ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE, num_warps=BACKWARD_WARPS,
+            logits, targets, row_max, log_sum, grad_loss, n_valid, dlogits, n_cols,
+            ctx.ignore_index, ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE,
+            ALIGN=align_for(logits.dtype, n_cols), num_warps=BACKWARD_WARPS,
         )  # fmt: skip
         return dlogits, None, None
 
@@ -174,22 +258,33 @@ def cross_entropy(
     """
     check_rows("logits", logits, SUPPORTED_DTYPES)
     check_tensor("targets", targets, (torch.int64,))
+    ignore_index = check_integer("ignore_index", ignore_index)
+    check_targets = check_bool("check_targets", check_targets)
     if logits.dim() != 2:
         raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")
-    if tuple(targets.shape) != (logits.shape[0],):
+    if targets.dim() != 1 or targets.shape[0] != logits.shape[0]:
         raise ValueError(
             f"targets has shape {tuple(targets.shape)}; it must be ({logits.shape[0]},), "
             "one class index per row of logits"
         )
-    n_classes = logits.shape[1]
-    if check_targets:
-        out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
-        if bool(out_of_range.any()):
-            bad = targets[out_of_range][0].item()
-            raise ValueError(
-                f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)"
-            )
-    return CrossEntropyFunction.apply(logits, targets, ignore_index)
+    if needs_grad(logits):
+        loss = CrossEntropyFunction.apply(logits, targets, ignore_index)
+    else:
+        loss = _forward(logits, targets, ignore_index, stats=False)[0]
+    # The kernel reads a target outside the row as a NaN logit, so a bad target makes the
+    # loss NaN: reading the loss back (the one wait for the GPU) clears all the targets
+    # at once, and only a NaN loss, from a bad target or from the logits, has the targets
+    # looked at one by one.
+    if check_targets and math.isnan(loss.item()):
+        _check_target_range(targets, ignore_index, logits.shape[1])
+    return loss
+
+
+def _check_target_range(targets: torch.Tensor, ignore_index: int, n_classes: int) -> None:
+    out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
+    if bool(out_of_range.any()):
+        bad = targets[out_of_range][0].item()
+        raise ValueError(f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)")
 
 
 def torch_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -234,7 +329,9 @@ def backward_bytes(n_classes: int, dtype: torch.dtype) -> int:
     return 2 * ROWS * n_classes * dtype.itemsize
 
 
-SIZES = tuple(2**p for p in range(10, 18))
+# Powers of two and the vocabularies of LLaMA 2 (32000), GPT-2 (50257), LLaMA 3 (128256)
+# and Qwen 2 (151936).
+SIZES = (1024, 4096, 32000, 32768, 50257, 65536, 128256, 151936)
 
 
 def triton_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -255,13 +352,25 @@ BENCHMARK = BenchmarkSpec(
     work=forward_bytes,
     peak_memory_step=training_step,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.cross_entropy},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
     BENCHMARK,
     name="cross_entropy_backward",
+    gpu_sizes=(4096, 32000, 50257, 65536, 128256, 151936),
     make_inputs=make_backward_inputs,
     work=backward_bytes,
     grad_inputs=(0,),
+    peak_memory_step=None,
+    extra_baselines={liger.SERIES: liger.cross_entropy_backward_alone},
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="cross_entropy_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(32000, 50257, 128256, 151936),
+    interpreter_sizes=(1000,),
     peak_memory_step=None,
 )

@@ -12,10 +12,14 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_tensor
+from .checks import check_integer, check_real, check_tensor, needs_grad
+from .first_order import first_order_only
+from .launch import cdiv
 from .spec import BenchmarkSpec
 
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Not float64: Triton passes p and the scale 1 / (1 - p) to the kernel as float32
+# numbers, so a float64 result would carry float32's rounding error.
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # One Philox call gives four 32-bit random numbers: each program draws BLOCK_SIZE / 4
 # of them and uses each for four elements, a quarter of the tile apart.
 BLOCK_SIZE = 2048
@@ -23,12 +27,23 @@ MAX_ELEMENTS = 2**31 - 1
 
 
 @triton.jit
-def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale):
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    keep = tl.uint_to_uniform_float(random_bits) > p
-    y = tl.where(keep, x.to(tl.float32) * scale, 0.0)
-    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale,
+                     MASKED: tl.constexpr):  # fmt: skip
+    # MASKED: the quarter may run past the end. Unmasked, its loads and stores are
+    # vectors whatever the length (see add_tail_apart_kernel in kernels/vector_add.py).
+    if MASKED:
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+    else:
+        x = tl.load(x_ptr + offsets)
+    # Kept where the uniform draw is at least p: with probability 1 - p, and always for
+    # p = 0 (the draw can be exactly 0, which "> p" would drop).
+    keep = tl.uint_to_uniform_float(random_bits) >= p
+    y = tl.where(keep, x.to(tl.float32) * scale, 0.0).to(out_ptr.dtype.element_ty)
+    if MASKED:
+        tl.store(out_ptr + offsets, y, mask=mask)
+    else:
+        tl.store(out_ptr + offsets, y)
 
 
 @triton.jit
@@ -39,18 +54,29 @@ def dropout_kernel(x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.co
     # and the counter, so any program can regenerate any part of the mask.
     counters = pid * QUARTER + tl.arange(0, QUARTER)
     r0, r1, r2, r3 = tl.randint4x(seed, counters)
-    start = pid * BLOCK_SIZE + tl.arange(0, QUARTER)
-    _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale)
-    _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale)
+    first = pid.to(tl.int64) * BLOCK_SIZE
+    start = first + tl.arange(0, QUARTER)
+    # Only a tile that runs past the end needs masks: every other takes the branch
+    # without them, which loads and stores in vectors even for an odd length.
+    if first + BLOCK_SIZE <= n_elements:
+        _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, False)
+        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, False)
+    else:
+        _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, True)
+        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, True)
 
 
-def _check_p_and_seed(p: float, seed: int) -> None:
-    if not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+def _check_p_and_seed(p: object, seed: object) -> tuple[float, int]:
+    p, seed = check_real("p", p), check_integer("seed", seed)
+    if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a probability between 0 and 1, got {p!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+    if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
+    return p, seed
 
 
 def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
@@ -58,7 +84,7 @@ def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     n_elements = x.numel()
     if n_elements:
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+        grid = (cdiv(n_elements, BLOCK_SIZE),)
         dropout_kernel[grid](x, out, n_elements, p, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
     return out
 
@@ -72,6 +98,7 @@ class DropoutFunction(torch.autograd.Function):
         return _launch(x, p, seed)
 
     @staticmethod
+    @first_order_only("dropout")
     def backward(ctx, dy):
         return _launch(dy.contiguous(), ctx.p, ctx.seed), None, None
 
@@ -79,14 +106,17 @@ class DropoutFunction(torch.autograd.Function):
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """Zero each element of ``x`` with probability ``p`` and scale the rest by ``1/(1-p)``.
 
-    ``x``: contiguous float tensor on the Triton device, fewer than 2**31 elements;
-    ``p``: between 0 and 1; ``seed``: integer from 0 to 2**63 - 1, which fixes the mask.
+    ``x``: contiguous float16, bfloat16 or float32 tensor on the Triton device, fewer
+    than 2**31 elements; ``p``: a number between 0 and 1; ``seed``: an integer from 0 to
+    2**63 - 1, which fixes the mask.
     """
     check_tensor("x", x, SUPPORTED_DTYPES)
-    _check_p_and_seed(p, seed)
+    p, seed = _check_p_and_seed(p, seed)
     if x.numel() > MAX_ELEMENTS:
         raise ValueError(f"x has {x.numel()} elements; this kernel takes at most {MAX_ELEMENTS}")
-    return DropoutFunction.apply(x, p, seed)
+    if needs_grad(x):
+        return DropoutFunction.apply(x, p, seed)
+    return _launch(x, p, seed)
 
 
 # A reference Philox4x32-10 in PyTorch integer arithmetic, independent of Triton: it
@@ -136,7 +166,12 @@ def keep_mask(n_elements: int, p: float, seed: int, device: torch.device) -> tor
     counters = tile * quarter + within % quarter
     streams = torch.stack(philox4x32(counters, seed))
     bits = streams.gather(0, (within // quarter).unsqueeze(0)).squeeze(0)
-    return _uniform(bits) > torch.tensor(p, dtype=torch.float32)
+    return keeps(bits, p)
+
+
+def keeps(bits: torch.Tensor, p: float) -> torch.Tensor:
+    """Whether :func:`dropout_kernel` keeps the elements whose random words are ``bits``."""
+    return _uniform(bits) >= torch.tensor(p, dtype=torch.float32)
 
 
 P = 0.5
@@ -171,12 +206,15 @@ def bytes_moved(n_elements: int, dtype: torch.dtype) -> int:
     return 2 * n_elements * dtype.itemsize
 
 
+# Every other power of two, and two odd lengths: no tile size divides those.
+SIZES = (2**16, 2**18, 2**20, 3_000_001, 2**22, 2**24, 2**26, 100_000_001, 2**28)
+
 BENCHMARK = BenchmarkSpec(
     name="dropout",
     metric="GB/s",
     x_name="N",
     dtype=torch.float32,
-    gpu_sizes=tuple(2**p for p in range(16, 29)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 1000, 4097),
     make_inputs=make_inputs,
     triton=triton_dropout,

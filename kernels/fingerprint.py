@@ -2,9 +2,10 @@
 
 A benchmark runs its kernel module, every :mod:`kernels` module that module imports
 (directly or through another), and the harness's timing code (:mod:`kernels.timing` and
-its imports). Each file is hashed without its comments, docstrings and blank lines, so
-that an edit of those does not count and any change to code that runs does; the
-fingerprint is a hash over those files. A record keeps the hash of each
+its imports; the launch_overhead record is timed by :mod:`kernels.launch_cost`, which
+imports every launcher's module). Each file is hashed without its comments, docstrings
+and blank lines, so that an edit of those does not count and any change to code that
+runs does; the fingerprint is a hash over those files. A record keeps the hash of each
 file too, so that a stale record can say which files changed.
 """
 
@@ -57,7 +58,12 @@ def _absolute(node: ast.ImportFrom) -> str:
     modules of the package write it) read as absolute within the package."""
     if node.level == 0:
         return node.module or ""
-    return f"{PACKAGE}.{node.module}" if node.module else PACKAGE
+    return _in_package(node.module or "")
+
+
+def _in_package(relative: str) -> str:
+    """The package module that ``from .relative`` names (the package itself for ``.``)."""
+    return f"{PACKAGE}.{relative}" if relative else PACKAGE
 
 
 def closure(modules: Iterable[str]) -> list[str]:
@@ -117,8 +123,7 @@ _RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+\.(\w*)\s+import\b")
 
 
 def _as_absolute(match: re.Match[str]) -> str:
-    module = f"{PACKAGE}.{match.group(2)}" if match.group(2) else PACKAGE
-    return f"{match.group(1)}from {module} import"
+    return f"{match.group(1)}from {_in_package(match.group(2))} import"
 
 
 def file_digests(modules: Iterable[str]) -> dict[str, str]:
@@ -139,12 +144,14 @@ def combine(digests: Mapping[str, str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def code_digests(kernel_module: str) -> dict[str, str]:
+def code_digests(kernel_module: str, timing_module: str | None = TIMING_MODULE) -> dict[str, str]:
     """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
-    it imports from :mod:`kernels`, and the harness's timing code. Installed, the
-    package is ``ninja_gap.kernels``: its modules count as the ``kernels`` ones."""
+    it imports from :mod:`kernels`, and the code that times it (``timing_module`` and
+    its imports; None where ``kernel_module`` times itself, as :mod:`kernels.launch_cost`
+    does). Installed, the package is ``ninja_gap.kernels``: its modules count as the
+    ``kernels`` ones."""
     module = PACKAGE + "." + kernel_module.rpartition(f"{PACKAGE}.")[2]
-    return file_digests(closure([module, TIMING_MODULE]))
+    return file_digests(closure([module, *filter(None, [timing_module])]))
 
 
 def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:

@@ -1,4 +1,8 @@
-"""Small decisions shared by the row-wise launchers: accumulator type, tile size, warps."""
+"""Small decisions shared by the launchers: accumulator type, tile size, warps, grids, and
+an autotuned launch that does the autotuner's lookup once per key."""
+
+import functools
+from collections.abc import Callable
 
 import torch
 import triton
@@ -13,9 +17,16 @@ def accumulator(dtype: torch.dtype) -> tl.dtype:
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
+def cdiv(n: int, d: int) -> int:
+    """``n / d`` rounded up, for grids: ``triton.cdiv`` in plain Python. Triton's goes
+    through its compile-time function machinery, which every launch would pay for."""
+    return -(-n // d)
+
+
 def row_block(n_cols: int) -> int:
-    """The smallest power of two that holds a row of ``n_cols`` (tl.arange needs a power of two)."""
-    return triton.next_power_of_2(n_cols)
+    """The smallest power of two that holds a row of ``n_cols >= 1`` (tl.arange needs a
+    power of two): ``triton.next_power_of_2`` in plain Python, as :func:`cdiv`."""
+    return 1 << (n_cols - 1).bit_length()
 
 
 def warps_for(block: int, per_thread: int = 32, most: int = 32) -> int:
@@ -45,5 +56,58 @@ def resident_programs(
     ``per_sm_warps`` warps, and no more than there are rows (or tiles) of work."""
     if device.type != "cuda":
         return max(1, min(n_work, 4))
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return max(1, min(n_work, sms * max(1, per_sm_warps // num_warps)))
+    return max(1, min(n_work, multiprocessors(device) * max(1, per_sm_warps // num_warps)))
+
+
+@functools.cache
+def multiprocessors(device: torch.device) -> int:
+    """The number of streaming multiprocessors of GPU ``device``, asked once per device:
+    reading the device's properties is too slow to repeat on every launch."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@functools.cache
+def device_capability(device: torch.device) -> tuple[int, int]:
+    """The compute capability of GPU ``device``, asked once per device, as
+    :func:`multiprocessors`."""
+    return torch.cuda.get_device_capability(device)
+
+
+# Each autotuner's chosen configuration by launch key (see launch_tuned), with the
+# launch options it expands to.
+_chosen: dict[tuple, tuple[triton.Config, dict[str, object]]] = {}
+
+
+def launch_tuned(
+    tuner: triton.runtime.Autotuner, grid: tuple | Callable, *args: object, **constexprs: object
+) -> None:
+    """``tuner[grid](*args, **constexprs)``, with the autotuner's lookup done once per key.
+
+    On every call, an autotuner builds dictionaries of all its arguments to find its key
+    (the values of its ``key`` arguments and the dtype of every argument that has one),
+    then the configuration it chose for that key. Here that key, with the keyword
+    arguments added, indexes a dictionary of the autotuner's choices, and the chosen
+    configuration is launched directly, its pre-hook run first as the autotuner would. A
+    key seen for the first time goes through the autotuner, which times the candidates
+    and chooses.
+    """
+    key_values = tuple(args[i] for i in _key_positions(tuner, len(args)))
+    dtypes = tuple(getattr(arg, "dtype", None) for arg in args)
+    key = (tuner, key_values, dtypes, *constexprs.items())
+    chosen = _chosen.get(key)
+    if chosen is None:
+        tuner[grid](*args, **constexprs)
+        _chosen[key] = (tuner.best_config, tuner.best_config.all_kwargs())
+        return
+    config, options = chosen
+    if config.pre_hook is not None:
+        named = dict(zip(tuner.arg_names, args, strict=False))
+        config.pre_hook({**named, **constexprs, **options})
+    tuner.fn.run(*args, grid=grid, warmup=False, **constexprs, **options)
+
+
+@functools.cache
+def _key_positions(tuner: triton.runtime.Autotuner, n_args: int) -> tuple[int, ...]:
+    # Key arguments passed by keyword are in the key through the keyword arguments.
+    positions = (tuner.arg_names.index(name) for name in tuner.keys if name in tuner.arg_names)
+    return tuple(i for i in positions if i < n_args)

@@ -9,9 +9,15 @@ so that programs running at the same time share the tiles of ``A`` and ``B`` in 
 
 Two kernels share that plan: :func:`matmul_kernel` computes the address of every element
 of a tile (it takes any strides), and :func:`matmul_tma_kernel` has Hopper's Tensor
-Memory Accelerator copy whole tiles from descriptors (it needs 16-byte-aligned rows).
+Memory Accelerator copy whole tiles from descriptors (it needs 16-byte-aligned rows, or
+for a transposed operand such as a linear layer's ``w.t()``, columns).
+
+The backward pass is two more products by the same kernels, each with a transposed
+operand: ``dA = dZ @ B^T`` and ``dB = A^T @ dZ``, where ``dZ`` is the gradient of the
+product before the activation.
 """
 
+import dataclasses
 from collections.abc import Callable
 
 import torch
@@ -19,12 +25,15 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .checks import check_tensor
+from .checks import check_tensor, needs_grad
+from .first_order import first_order_only
+from .launch import cdiv, device_capability, launch_tuned, multiprocessors, row_block
 from .runtime import interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
 
 MATMUL_DTYPES = (torch.float16, torch.bfloat16)
+TRITON_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 ACTIVATIONS = ("none", "relu", "gelu")
 
 
@@ -49,8 +58,15 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 @triton.jit
 def gelu_tanh(x):
-    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z)."""
-    return x * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))
+    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z).
+
+    The sigmoid takes ``exp`` of ``-|2z|`` only, which is at most 1: ``exp(-2z)`` for a
+    large negative ``z`` would overflow to infinity (the result would still be right,
+    0, but by way of an overflow). A NaN stays NaN."""
+    two_z = 1.5957691216057308 * (x + 0.044715 * x * x * x)
+    e = tl.exp(-tl.abs(two_z))
+    sigmoid = tl.where(two_z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return x * sigmoid
 
 
 @triton.jit
@@ -58,7 +74,9 @@ def epilogue(acc, ACTIVATION: tl.constexpr):
     """The activation, applied to the float32 tile while it is still in registers, so
     that it costs no extra pass over C."""
     if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
+        # Not tl.maximum(acc, 0.0): by default it returns 0 for NaN, where torch.relu
+        # keeps the NaN. NaN < 0 is false, so this keeps it.
+        acc = tl.where(acc < 0.0, 0.0, acc)
     elif ACTIVATION == "gelu":
         acc = gelu_tanh(acc)
     return acc
@@ -72,6 +90,7 @@ def matmul_kernel(
     M,
     N,
     K,
+    M_BUCKET,
     stride_am,
     stride_ak,
     stride_bk,
@@ -79,11 +98,15 @@ def matmul_kernel(
     stride_cm,
     stride_cn,
     ACTIVATION: tl.constexpr,
+    A_TRANSPOSED: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):
+    # The strides give each operand's layout, transposed or not; M_BUCKET, A_TRANSPOSED
+    # and B_TRANSPOSED are read by the autotuner only (they are in its key).
     tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     # Rows of A and columns of B past the edge wrap around (% M, % N): every load stays
     # in bounds without a mask, and the results they feed are never stored.
@@ -122,7 +145,11 @@ def matmul_tma_kernel(
     M,
     N,
     K,
+    M_BUCKET,
     ACTIVATION: tl.constexpr,
+    A_TRANSPOSED: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
+    DTYPE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -133,14 +160,73 @@ def matmul_tma_kernel(
     # by the coordinates of its corner, and the copy engine fetches it into shared
     # memory without the threads computing an address. Parts of a tile outside the
     # matrix read as zero and are not written, so no masks are needed.
+    # A descriptor needs contiguous rows. An operand whose columns are contiguous instead
+    # (A_TRANSPOSED, B_TRANSPOSED; a linear layer's weight w read as w.t()) comes as a
+    # descriptor of its transpose: the kernel loads a tile of that and transposes it.
+    # The transpose need not move data on Hopper: its tensor-core instruction reads
+    # 16-bit tiles from shared memory in either order.
     tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
-        b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+        if A_TRANSPOSED:
+            a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
+        else:
+            a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+        if B_TRANSPOSED:
+            b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
+        else:
+            b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
         acc = tile_dot(a, b, acc)
     acc = epilogue(acc, ACTIVATION)
-    c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
+    # DTYPE is C's type, which c_desc knows too; as an argument it enters the autotune
+    # key, which a descriptor does not. M_BUCKET is there for the key alone.
+    c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
+
+
+@triton.jit
+def matmul_tma_persistent_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    M_BUCKET,
+    ACTIVATION: tl.constexpr,
+    A_TRANSPOSED: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
+    DTYPE: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # matmul_tma_kernel made persistent: PROGRAMS programs (one or two per SM), each
+    # computing every PROGRAMS-th tile of C in turn, instead of one program per tile.
+    # When the tiles do not divide evenly among the SMs, the last wave of a one-tile-per-
+    # program grid leaves most SMs idle; here each program's share differs by at most
+    # one tile. FLATTEN asks Triton to pipeline the loop over tiles and the loop over K
+    # as one, so that the loads of a tile's first steps overlap the previous tile's
+    # epilogue (as Triton's persistent-matmul tutorial does).
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=FLATTEN):
+        tile_m, tile_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, k_steps):
+            if A_TRANSPOSED:
+                a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
+            else:
+                a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+            if B_TRANSPOSED:
+                b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
+            else:
+                b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+            acc = tile_dot(a, b, acc)
+        acc = epilogue(acc, ACTIVATION)
+        c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
 
 
 @triton.jit
@@ -170,10 +256,11 @@ def _config(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config
 
 def _set_descriptor_tiles(args: dict) -> None:
     # A descriptor carries the shape of the tiles it moves: set it to the tile sizes of
-    # the configuration about to run (called by autotune before each launch).
+    # the configuration about to run (called by autotune before each launch). The
+    # descriptor of a transposed operand describes its transpose, and so do its tiles.
     block_m, block_n, block_k = args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"]
-    args["a_desc"].block_shape = [block_m, block_k]
-    args["b_desc"].block_shape = [block_k, block_n]
+    args["a_desc"].block_shape = [block_k, block_m] if args["A_TRANSPOSED"] else [block_m, block_k]
+    args["b_desc"].block_shape = [block_n, block_k] if args["B_TRANSPOSED"] else [block_k, block_n]
     args["c_desc"].block_shape = [block_m, block_n]
 
 
@@ -200,52 +287,144 @@ HOPPER_CONFIGS = [
     _config(64, 64, 128, 4, 4),
 ]
 
+# Candidates for products of few rows, such as a decoding step (a few tokens against a
+# weight). With M rows, each element of B feeds 2 M operations: for M up to 64 that is
+# far below what the tensor cores need per byte, so the product waits on memory, and
+# what counts is that enough programs stream B at once. Tiles of 16 or 32 rows (tl.dot
+# takes no fewer than 16) spend little tensor-core work on padding rows, and narrow
+# tiles make more programs: N / BLOCK_N of them, 64 to 256 at N = 8192 for 132 SMs.
+SKINNY_CONFIGS = [
+    _config(16, 32, 256, 4, 4),
+    _config(16, 64, 128, 4, 4),
+    _config(16, 64, 256, 3, 4),
+    _config(16, 128, 128, 4, 4),
+    _config(32, 64, 128, 4, 4),
+    _config(32, 128, 128, 4, 4),
+]
+SKINNY_ROWS = 64
+
 # Small tiles for the interpreter, where every program runs in Python: several tiles
-# (and a partial group) appear in small test matrices.
+# (and a partial group) appear in small test matrices. BLOCK_K differs from the other
+# two, so that a tile of a transposed operand given the wrong shape fails the tests.
 INTERPRETER_CONFIG = triton.Config(
-    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}, num_stages=1, num_warps=4
+    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32, "GROUP_M": 2}, num_stages=1, num_warps=4
 )
 
 
-def _configs_for_this_machine(configs: list[triton.Config], named_args: dict, **kwargs: object):
+def _candidates(configs: list[triton.Config], named_args: dict, **kwargs: object):
+    """The configurations worth timing for a product of about ``M_BUCKET`` rows: tiles
+    no taller than that (a taller tile multiplies padding), and tiles of fewer than 64
+    rows only for products of at most SKINNY_ROWS rows, where they pay."""
     # The interpreter would time every candidate in Python: give it one small tile.
-    if not interpreted():
-        return configs
-    return [_with_pre_hook(INTERPRETER_CONFIG, configs[0].pre_hook)]
+    if interpreted():
+        return [_with_pre_hook(INTERPRETER_CONFIG, configs[0].pre_hook)]
+    rows = named_args["M_BUCKET"]
+    return [
+        config
+        for config in configs
+        if config.kwargs["BLOCK_M"] <= max(rows, 16)
+        and (config.kwargs["BLOCK_M"] >= 64 or rows <= SKINNY_ROWS)
+    ]
 
+
+# One configuration per key: the shape, with M rounded up to a power of two (a decoding
+# loop whose batch grows by a row does not tune again), the layout of each operand and
+# the activation. The autotuner adds the dtype of every argument that has one: tensors
+# do, descriptors do not, so the descriptor kernel has DTYPE in its key as well.
+TUNING_KEY = ["M_BUCKET", "N", "K", "A_TRANSPOSED", "B_TRANSPOSED", "ACTIVATION"]
 
 tuned_matmul_kernel = triton.autotune(
-    configs=HOPPER_CONFIGS,
-    key=["M", "N", "K"],
-    prune_configs_by={"early_config_prune": _configs_for_this_machine},
+    configs=HOPPER_CONFIGS + SKINNY_CONFIGS,
+    key=TUNING_KEY,
+    prune_configs_by={"early_config_prune": _candidates},
 )(matmul_kernel)
 
 tuned_matmul_tma_kernel = triton.autotune(
-    configs=[_with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS],
-    key=["M", "N", "K"],
-    prune_configs_by={"early_config_prune": _configs_for_this_machine},
+    configs=[
+        _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
+    ],
+    key=[*TUNING_KEY, "DTYPE"],
+    prune_configs_by={"early_config_prune": _candidates},
 )(matmul_tma_kernel)
+
+tuned_matmul_tma_persistent_kernel = triton.autotune(
+    configs=[
+        _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
+    ],
+    key=[*TUNING_KEY, "DTYPE", "PROGRAMS"],
+    prune_configs_by={"early_config_prune": _candidates},
+)(matmul_tma_persistent_kernel)
+
+# Outputs of at least this many values take the persistent kernel where TMA applies, with
+# PROGRAMS_PER_SM programs per multiprocessor. On an H200 (bf16) it ran 0.96-1.07x cuBLAS
+# from 2048 x 2048 up, square and with a transposed B, where one program per tile ran
+# 0.77-0.99x; at 1024 x 1024 with a transposed B it fell to 0.46x, where one program per
+# tile kept 0.99x. Two programs per SM beat one at 1024 x 1024 (0.98x against 0.42x).
+PERSISTENT_MIN_OUTPUT = 2048 * 2048
+PROGRAMS_PER_SM = 2
+
+
+def transposed(matrix: torch.Tensor) -> bool:
+    """Whether ``matrix`` is stored as its transpose: its columns, not its rows, are
+    contiguous in memory, as in ``w.t()`` for a contiguous ``w``."""
+    return matrix.stride(1) != 1 and matrix.stride(0) == 1
 
 
 def tma_applies(*matrices: torch.Tensor) -> bool:
     """Whether :func:`matmul` moves tiles with the Tensor Memory Accelerator: on GPUs that
     have one (compute capability 9.0 and up; the interpreter emulates it) and when each
-    matrix starts and strides its rows on 16-byte boundaries, as a descriptor needs."""
-    if not interpreted() and torch.cuda.get_device_capability(matrices[0].device) < (9, 0):
+    matrix, as a descriptor sees it (a transposed operand as its transpose), has
+    contiguous rows that do not overlap and start on 16-byte boundaries."""
+    if not interpreted() and device_capability(matrices[0].device) < (9, 0):
         return False
     return all(
-        t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in matrices
+        t.stride(1) == 1
+        and t.stride(0) >= t.shape[1]
+        and t.data_ptr() % 16 == 0
+        and (t.stride(0) * t.element_size()) % 16 == 0
+        for t in matrices
     )
 
 
+# A descriptor's fields left at their defaults (padding and the like), whatever this
+# version of Triton defines.
+_DESCRIPTOR_DEFAULTS = {
+    field.name: field.default
+    for field in dataclasses.fields(TensorDescriptor)
+    if field.default is not dataclasses.MISSING
+}
+
+
+def _descriptor(matrix: torch.Tensor) -> TensorDescriptor:
+    """``TensorDescriptor.from_tensor(matrix, [1, 1])`` without the checks its constructor
+    makes at every call, which tma_applies has made (16-byte alignment, contiguous rows):
+    it is built in about half the time, and a launch builds three. The tile shape is a
+    placeholder: the configuration's pre-hook sets the real one."""
+    descriptor = object.__new__(TensorDescriptor)
+    descriptor.__dict__.update(
+        _DESCRIPTOR_DEFAULTS,
+        base=matrix,
+        shape=matrix.shape,
+        strides=matrix.stride(),
+        block_shape=[1, 1],
+    )
+    return descriptor
+
+
 def _grid(M: int, N: int):
-    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    return lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+
+
+def _persistent_grid(M: int, N: int, programs: int):
+    # No more programs than tiles.
+    return lambda meta: (min(programs, cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
 
 
 def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Check the operands of :func:`matmul`; raise an error naming the bad argument."""
-    a = check_tensor("a", a, MATMUL_DTYPES)
-    b = check_tensor("b", b, MATMUL_DTYPES)
+    # Any strides: the kernels read transposed and sliced matrices in place.
+    a = check_tensor("a", a, MATMUL_DTYPES, contiguous=False)
+    b = check_tensor("b", b, MATMUL_DTYPES, contiguous=False)
     for name, tensor in (("a", a), ("b", b)):
         if tensor.dim() != 2:
             raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be a matrix (2-D)")
@@ -266,13 +445,18 @@ def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Te
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
-    """``activation(a @ b)`` by :func:`matmul_kernel`, in the dtype of the inputs.
+    """``activation(a @ b)`` by :func:`matmul_tma_kernel` or :func:`matmul_kernel`, in
+    the dtype of the inputs.
 
-    ``a`` (M, K) and ``b`` (K, N): contiguous float16 or bfloat16 matrices of one dtype
-    on the device Triton runs on. ``activation``: ``"none"``, ``"relu"`` or ``"gelu"``
-    (the tanh approximation), applied to the float32 result before it is rounded.
+    ``a`` (M, K) and ``b`` (K, N): float16 or bfloat16 matrices of one dtype on the
+    device Triton runs on, with any strides (``x @ w.t()`` reads ``w`` in place).
+    ``activation``: ``"none"``, ``"relu"`` or ``"gelu"`` (the tanh approximation),
+    applied to the float32 result before it is rounded. Differentiable: the gradients
+    are products by the same kernels (see :class:`MatmulFunction`).
     """
     a, b = check_matmul_inputs(a, b, activation)
+    if needs_grad(a, b):
+        return MatmulFunction.apply(a, b, activation)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
@@ -280,15 +464,80 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     if K == 0:
         # An empty sum is zero, and both activations map zero to zero.
         return c.zero_()
-    if tma_applies(a, b, c):
-        # Placeholder tile shapes: the configuration's pre-hook sets the real ones.
-        descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
-        tuned_matmul_tma_kernel[_grid(M, N)](*descriptors, M, N, K, ACTIVATION=activation)
+    layout = {"A_TRANSPOSED": transposed(a), "B_TRANSPOSED": transposed(b)}
+    # Each operand as a descriptor sees it: a transposed one as its transpose.
+    a_rows = a.t() if layout["A_TRANSPOSED"] else a
+    b_rows = b.t() if layout["B_TRANSPOSED"] else b
+    m_bucket = row_block(M)
+    if tma_applies(a_rows, b_rows, c):
+        descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
+        if M * N >= PERSISTENT_MIN_OUTPUT:
+            programs = 4 if interpreted() else PROGRAMS_PER_SM * multiprocessors(a.device)
+            launch_tuned(
+                tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs),
+                *descriptors, M, N, K, m_bucket, ACTIVATION=activation,
+                DTYPE=TRITON_DTYPES[a.dtype], PROGRAMS=programs, FLATTEN=True, **layout,
+            )  # fmt: skip
+            return c
+        launch_tuned(
+            tuned_matmul_tma_kernel, _grid(M, N), *descriptors, M, N, K, m_bucket,
+            ACTIVATION=activation, DTYPE=TRITON_DTYPES[a.dtype], **layout,
+        )  # fmt: skip
     else:
-        tuned_matmul_kernel[_grid(M, N)](
-            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), ACTIVATION=activation
-        )
+        launch_tuned(
+            tuned_matmul_kernel, _grid(M, N),
+            a, b, c, M, N, K, m_bucket, *a.stride(), *b.stride(), *c.stride(),
+            ACTIVATION=activation, **layout,
+        )  # fmt: skip
     return c
+
+
+class MatmulFunction(torch.autograd.Function):
+    """Autograd wiring: for ``C = activation(Z)``, ``Z = A @ B``, the backward pass
+    applies the activation's derivative to ``dC``, giving ``dZ``, then computes
+    ``dA = dZ @ B^T`` and ``dB = A^T @ dZ`` with :func:`matmul`; the transposes are views,
+    which the kernels read in place, and each gradient is laid out as its operand."""
+
+    @staticmethod
+    def forward(ctx, a, b, activation):
+        # Autograd runs this with grad mode off: matmul launches the kernel.
+        ctx.activation = activation
+        if activation == "gelu":
+            # GELU's derivative needs its input Z, which the fused epilogue never writes:
+            # here the kernel writes Z and PyTorch applies GELU, as in eager PyTorch.
+            z = matmul(a, b)
+            ctx.save_for_backward(a, b, z)
+            return torch.nn.functional.gelu(z, approximate="tanh")
+        c = matmul(a, b, activation)
+        # ReLU's derivative is 1 where its output is positive, 0 elsewhere: the output
+        # is all it needs (and without an activation nothing is needed).
+        ctx.save_for_backward(a, b, c)
+        return c
+
+    @staticmethod
+    @first_order_only("matmul")
+    def backward(ctx, dc):
+        a, b, kept = ctx.saved_tensors
+        if ctx.activation == "relu":
+            # As torch.relu's gradient: zero where the output is not positive (a NaN
+            # output passes the gradient on).
+            dz = dc.masked_fill(kept <= 0, 0)
+        elif ctx.activation == "gelu":
+            dz = torch.ops.aten.gelu_backward(dc, kept, approximate="tanh")
+        else:
+            dz = dc
+        da = _product_laid_out_as(a, dz, b.t()) if ctx.needs_input_grad[0] else None
+        db = _product_laid_out_as(b, a.t(), dz) if ctx.needs_input_grad[1] else None
+        return da, db, None
+
+
+def _product_laid_out_as(like: torch.Tensor, left: torch.Tensor, right: torch.Tensor):
+    """``left @ right``, stored transposed when ``like`` is, as PyTorch's own matrix
+    product lays out its gradients: the gradient of ``w.t()`` then comes out as a
+    transposed view of a contiguous matrix, and ``w.grad`` needs no copy."""
+    if transposed(like):
+        return matmul(right.t(), left.t()).t()
+    return matmul(left, right)
 
 
 def torch_matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
@@ -334,6 +583,16 @@ def skinny_flops(m: int, dtype: torch.dtype) -> int:
     return 2 * m * SKINNY_NK * SKINNY_NK
 
 
+def make_square_nt(
+    n: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """As :func:`make_square`, with ``b`` a linear layer's weight ``w`` (out features by
+    in features, contiguous) read as ``w.t()``: a transposed view, not a copy."""
+    a = torch.randn(n, n, dtype=dtype, device=device, generator=generator)
+    weight = torch.randn(n, n, dtype=dtype, device=device, generator=generator) / n**0.5
+    return a, weight.t()
+
+
 CUBLAS = {"cuBLAS": torch.matmul}
 
 BENCHMARK = BenchmarkSpec(
@@ -363,4 +622,21 @@ SKINNY_BENCHMARK = BenchmarkSpec(
     work=skinny_flops,
     baselines=CUBLAS,
     details={"N": SKINNY_NK, "K": SKINNY_NK},
+)
+
+# x @ w.t(), the layout of torch.nn.Linear: cuBLAS reads the transposed weight in place
+# too, so neither side copies it.
+NT_BENCHMARK = BenchmarkSpec(
+    name="matmul_nt",
+    metric="TFLOP/s",
+    x_name="M = N = K",
+    dtype=torch.bfloat16,
+    gpu_sizes=[1024, 2048, 4096, 8192],
+    interpreter_sizes=[16, 45],
+    make_inputs=make_square_nt,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=square_flops,
+    baselines=CUBLAS,
+    details={"layout": "a @ w.t(), w a contiguous N x K matrix"},
 )

@@ -18,11 +18,24 @@ contributing guide, "The measurement record"):
 A rate is ``null`` where a provider could not run or be timed at a size; the reason is
 under ``unavailable``. Every problem with a file is a :class:`MeasurementError` that
 names the file and the key.
+
+One record is not a rate: ``launch_overhead.json``, a :class:`LaunchOverhead`, holds
+the host time of one call of each launcher in microseconds (metric ``us``, allowed for
+that record only). Its ``x`` are launcher names, not sizes; its ``series`` are exactly
+``Triton`` (the launcher as a user calls it), ``bare launch`` (the same kernels launched
+with precomputed arguments) and ``PyTorch`` (the equivalent op); ``inputs`` says what
+each launcher was called on; ``final_wait_us``, in the shape of ``series``, how long the
+synchronisation at the end of each timed loop waited for the GPU (about one call's GPU
+work when the GPU kept up with the host). It has no ``work`` (a time is not a rate), no
+``call_series`` (host time is the only time it holds) and no ``ceiling``: a host time
+has no machine limit to be read against, so the key is absent, and a file that has one
+is refused rather than read with a meaning it does not have. ``code`` and
+``environment`` are as above.
 """
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +51,17 @@ MEASUREMENTS_DIR = (
 )
 
 METRICS = ("GB/s", "TFLOP/s")
+# The one record that is not a rate, its metric, and its series in order.
+LAUNCH_OVERHEAD = "launch_overhead"
+LAUNCH_METRIC = "us"
+LAUNCH_SERIES = ("Triton", "bare launch", "PyTorch")
+# The series of launch_overhead that must hold a time for every launcher: the table
+# and the page subtract one from the other.
+_LAUNCH_TIMED = ("Triton", "bare launch")
+_LAUNCH_KEYS = ("benchmark", "metric", "x_name", "x", "series", "final_wait_us", "inputs",
+                "code", "environment")  # fmt: skip
+# Keys of a rate record that a launch_overhead record must not have (see the docstring).
+_RATE_ONLY_KEYS = ("work", "call_series", "ceiling", "dtype", "same_size_copy", "peak_memory_mb")
 ENVIRONMENT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "date", "command")
 # Keys every file has; anything else goes into Measurement.details.
 _REQUIRED_KEYS = (
@@ -151,6 +175,67 @@ class Measurement:
         return {**doc, **self.details}
 
 
+@dataclass(frozen=True)
+class LaunchOverhead:
+    """``launch_overhead.json``: microseconds of host time per call, for each launcher.
+
+    ``series`` holds, per name of :data:`LAUNCH_SERIES`, one time per launcher in ``x``
+    (``null`` only for ``PyTorch``, with the reason under ``unavailable``);
+    ``final_wait_us`` the wait for the GPU at the end of a timed loop, in the same shape;
+    ``inputs`` says what each launcher was called on. ``fresh`` and ``placeholder`` are
+    as for :class:`Measurement`.
+    """
+
+    benchmark: str
+    metric: str
+    x_name: str
+    x: tuple[str, ...]
+    series: Mapping[str, tuple[float | None, ...]]
+    final_wait_us: Mapping[str, tuple[float | None, ...]]
+    inputs: Mapping[str, str]
+    code: Code
+    environment: Mapping[str, str]
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    # Everything else the file holds: how the calls were timed.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    fresh: bool = field(default=False, compare=False)
+    placeholder: bool = field(default=False, compare=False)
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The timed series, Triton first."""
+        return tuple(self.series)
+
+    def time_us(self, provider: str, launcher: str) -> float | None:
+        """The host time of one call of ``launcher`` by ``provider``, in microseconds."""
+        return self.series[provider][self.x.index(launcher)]
+
+    def as_fresh(self) -> "LaunchOverhead":
+        """This record, marked as measured by this process."""
+        return replace(self, fresh=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the JSON object of its file."""
+        doc: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "metric": self.metric,
+            "x_name": self.x_name,
+            "x": list(self.x),
+            "series": {name: list(v) for name, v in self.series.items()},
+            "final_wait_us": {name: list(v) for name, v in self.final_wait_us.items()},
+            "inputs": dict(self.inputs),
+            "code": {**asdict(self.code), "files": dict(self.code.files)},
+            "environment": dict(self.environment),
+        }
+        if self.unavailable:
+            doc["unavailable"] = dict(self.unavailable)
+        return {**doc, **self.details}
+
+
+# What a measurements file holds: a rate record, or the launch_overhead record.
+Record = Measurement | LaunchOverhead
+
+
 def path_for(benchmark: str) -> Path:
     """The file that holds the recorded measurement of ``benchmark``."""
     return MEASUREMENTS_DIR / f"{benchmark}.json"
@@ -165,13 +250,159 @@ def _positive_number(value: Any) -> bool:
     )
 
 
-def from_json(doc: Any, source: str) -> Measurement:
-    """The :class:`Measurement` that ``doc`` holds, if it follows the contract, else a
-    :class:`MeasurementError` naming ``source`` (the file) and the key."""
+_Fail = Callable[[str], MeasurementError]
+
+
+def _failing(source: str) -> _Fail:
+    """What makes the error of a problem with the record read from ``source``."""
 
     def fail(problem: str) -> MeasurementError:
         return MeasurementError(f"{source}: {problem}")
 
+    return fail
+
+
+def _code(doc: dict[str, Any], fail: _Fail) -> Code:
+    """The ``code`` of a record, checked."""
+    code = doc["code"]
+    if not isinstance(code, dict):
+        raise fail("'code' must be an object")
+    for key in ("fingerprint", "commit"):
+        if not isinstance(code.get(key), str) or not code[key]:
+            raise fail(f"'code.{key}' must be a non-empty string")
+    files = code.get("files")
+    if (
+        not isinstance(files, dict)
+        or not files
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+    ):
+        raise fail("'code.files' must be an object of path -> hash")
+    return Code(fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files))
+
+
+def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
+    """The ``environment`` of a record, checked."""
+    environment = doc["environment"]
+    if not isinstance(environment, dict):
+        raise fail("'environment' must be an object")
+    for key in ENVIRONMENT_KEYS:
+        if not isinstance(environment.get(key), str) or not environment[key]:
+            raise fail(f"'environment.{key}' must be a non-empty string")
+    try:
+        datetime.fromisoformat(environment["date"])
+    except ValueError:
+        raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+    return {key: environment[key] for key in ENVIRONMENT_KEYS}
+
+
+def _unavailable(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
+    unavailable = doc.get("unavailable", {})
+    if not isinstance(unavailable, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in unavailable.items()
+    ):
+        raise fail("'unavailable' must be an object of provider -> reason")
+    return dict(unavailable)
+
+
+def record_from_json(doc: Any, source: str) -> Record:
+    """The record that ``doc`` holds: a :class:`LaunchOverhead` for the launch_overhead
+    benchmark or the ``us`` metric, else a :class:`Measurement`; each validated."""
+    if isinstance(doc, dict) and (
+        doc.get("benchmark") == LAUNCH_OVERHEAD or doc.get("metric") == LAUNCH_METRIC
+    ):
+        return launch_overhead_from_json(doc, source)
+    return from_json(doc, source)
+
+
+def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
+    """The :class:`LaunchOverhead` that ``doc`` holds, if it follows its contract (see the
+    module docstring), else a :class:`MeasurementError` naming ``source`` and the key."""
+    fail = _failing(source)
+    if not isinstance(doc, dict):
+        raise fail("the top level must be a JSON object")
+    for key in _LAUNCH_KEYS:
+        if key not in doc:
+            raise fail(f"missing key {key!r}")
+    if doc["benchmark"] != LAUNCH_OVERHEAD:
+        raise fail(
+            f"'metric' {LAUNCH_METRIC!r} (microseconds per call) is for the {LAUNCH_OVERHEAD} "
+            f"record only; 'benchmark' is {doc['benchmark']!r}, whose metric must be one of "
+            f"{', '.join(METRICS)}"
+        )
+    if doc["metric"] != LAUNCH_METRIC:
+        raise fail(
+            f"'metric' is {doc['metric']!r}; the {LAUNCH_OVERHEAD} record holds microseconds "
+            f"per call: {LAUNCH_METRIC!r}"
+        )
+    for key in _RATE_ONLY_KEYS:
+        if key in doc:
+            raise fail(
+                f"{key!r} belongs to rate records; {LAUNCH_OVERHEAD} holds host times per "
+                "call, with no work, call time, ceiling or dtype of its own"
+            )
+    if not isinstance(doc["x_name"], str) or not doc["x_name"]:
+        raise fail("'x_name' must be a non-empty string")
+    x = doc["x"]
+    if not isinstance(x, list) or not x or not all(isinstance(v, str) and v for v in x):
+        raise fail("'x' must be a non-empty list of launcher names (strings), not sizes")
+    if len(set(x)) != len(x):
+        raise fail("'x' names a launcher twice")
+    unavailable = _unavailable(doc, fail)
+
+    def times_of(key: str) -> dict[str, tuple[float | None, ...]]:
+        series = doc[key]
+        if not isinstance(series, dict) or tuple(series) != LAUNCH_SERIES:
+            names = list(series) if isinstance(series, dict) else series
+            raise fail(
+                f"{key!r} must hold {', '.join(map(repr, LAUNCH_SERIES))}, in that order; "
+                f"it holds {names!r}"
+            )
+        times = {}
+        for name, values in series.items():
+            label = f"{key}[{name!r}]"
+            if not isinstance(values, list) or len(values) != len(x):
+                raise fail(f"{label} must have one time per launcher in x ({len(x)})")
+            for value in values:
+                if value is None and name in _LAUNCH_TIMED:
+                    raise fail(f"{label} holds null; every launcher has a time there")
+                if value is None and name not in unavailable:
+                    raise fail(f"{label} holds null but 'unavailable' gives no reason")
+                if value is not None and not _positive_number(value):
+                    raise fail(f"{label} holds {value!r}, which is not a positive number")
+            times[name] = tuple(values)
+        return times
+
+    series, final_wait = times_of("series"), times_of("final_wait_us")
+    for name in LAUNCH_SERIES:
+        if [v is None for v in series[name]] != [v is None for v in final_wait[name]]:
+            raise fail(f"final_wait_us[{name!r}] must be null where series[{name!r}] is")
+    inputs = doc["inputs"]
+    if (
+        not isinstance(inputs, dict)
+        or list(inputs) != x
+        or not all(isinstance(v, str) and v for v in inputs.values())
+    ):
+        raise fail("'inputs' must describe, in the order of x, what each launcher was called on")
+    known = {*_LAUNCH_KEYS, "unavailable"}
+    return LaunchOverhead(
+        benchmark=doc["benchmark"],
+        metric=doc["metric"],
+        x_name=doc["x_name"],
+        x=tuple(x),
+        series=series,
+        final_wait_us=final_wait,
+        inputs=dict(inputs),
+        code=_code(doc, fail),
+        environment=_environment(doc, fail),
+        unavailable=unavailable,
+        details={k: v for k, v in doc.items() if k not in known},
+    )
+
+
+def from_json(doc: Any, source: str) -> Measurement:
+    """The :class:`Measurement` (a rate record) that ``doc`` holds, if it follows the
+    contract, else a :class:`MeasurementError` naming ``source`` (the file) and the key."""
+    fail = _failing(source)
     if not isinstance(doc, dict):
         raise fail("the top level must be a JSON object")
     for key in _REQUIRED_KEYS:
@@ -181,7 +412,10 @@ def from_json(doc: Any, source: str) -> Measurement:
         if not isinstance(doc[key], str) or not doc[key]:
             raise fail(f"{key!r} must be a non-empty string")
     if doc["metric"] not in METRICS:
-        raise fail(f"'metric' is {doc['metric']!r}; it must be one of {', '.join(METRICS)}")
+        raise fail(
+            f"'metric' is {doc['metric']!r}; it must be one of {', '.join(METRICS)} "
+            f"({LAUNCH_METRIC!r} is for the {LAUNCH_OVERHEAD} record only)"
+        )
     x = doc["x"]
     if not isinstance(x, list) or not x or not all(_positive_number(v) for v in x):
         raise fail("'x' must be a non-empty list of positive numbers")
@@ -196,11 +430,7 @@ def from_json(doc: Any, source: str) -> Measurement:
                 raise fail(f"{label} holds {value!r}, which is not a positive number")
         return tuple(values)
 
-    unavailable = doc.get("unavailable", {})
-    if not isinstance(unavailable, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in unavailable.items()
-    ):
-        raise fail("'unavailable' must be an object of provider -> reason")
+    unavailable = _unavailable(doc, fail)
 
     def rates(key: str) -> dict[str, Rates]:
         series = doc[key]
@@ -237,29 +467,8 @@ def from_json(doc: Any, source: str) -> Measurement:
     timings = ceiling.get("timings")
     if not isinstance(timings, int) or isinstance(timings, bool) or timings < 1:
         raise fail("'ceiling.timings' must be a positive integer")
-    code = doc["code"]
-    if not isinstance(code, dict):
-        raise fail("'code' must be an object")
-    for key in ("fingerprint", "commit"):
-        if not isinstance(code.get(key), str) or not code[key]:
-            raise fail(f"'code.{key}' must be a non-empty string")
-    files = code.get("files")
-    if (
-        not isinstance(files, dict)
-        or not files
-        or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
-    ):
-        raise fail("'code.files' must be an object of path -> hash")
-    environment = doc["environment"]
-    if not isinstance(environment, dict):
-        raise fail("'environment' must be an object")
-    for key in ENVIRONMENT_KEYS:
-        if not isinstance(environment.get(key), str) or not environment[key]:
-            raise fail(f"'environment.{key}' must be a non-empty string")
-    try:
-        datetime.fromisoformat(environment["date"])
-    except ValueError:
-        raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+    code = _code(doc, fail)
+    environment = _environment(doc, fail)
     known = set(_REQUIRED_KEYS) | set(_OPTIONAL_KEYS)
     return Measurement(
         benchmark=doc["benchmark"],
@@ -276,16 +485,16 @@ def from_json(doc: Any, source: str) -> Measurement:
             timings=timings,
             details={k: v for k, v in ceiling.items() if k not in ("name", "value", "timings")},
         ),
-        code=Code(fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files)),
-        environment={key: environment[key] for key in ENVIRONMENT_KEYS},
-        unavailable=dict(unavailable),
+        code=code,
+        environment=environment,
+        unavailable=unavailable,
         same_size_copy=same_size_copy,
         peak_memory_mb=peak,
         details={k: v for k, v in doc.items() if k not in known},
     )
 
 
-def read(path: Path) -> Measurement:
+def read(path: Path) -> Record:
     """Read and validate the record in ``path``; every failure names the file."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -301,10 +510,10 @@ def read(path: Path) -> Measurement:
         raise MeasurementError(f"{path}: not valid JSON ({error})") from None
     except RecursionError:
         raise MeasurementError(f"{path}: nested too deeply to be a measurement") from None
-    return from_json(doc, str(path))
+    return record_from_json(doc, str(path))
 
 
-def load(benchmark: str, metric: str | None = None) -> Measurement:
+def load(benchmark: str, metric: str | None = None) -> Record:
     """The recorded measurement of ``benchmark``, validated; with ``metric`` (the spec's),
     also checked to be the benchmark it claims to be."""
     path = path_for(benchmark)
@@ -325,11 +534,18 @@ def load(benchmark: str, metric: str | None = None) -> Measurement:
     return measurement
 
 
-def save(measurement: Measurement) -> Path:
+def load_launch_overhead() -> LaunchOverhead:
+    """The recorded ``launch_overhead`` record, validated."""
+    record = load(LAUNCH_OVERHEAD, metric=LAUNCH_METRIC)
+    assert isinstance(record, LaunchOverhead)  # what record_from_json reads for this name
+    return record
+
+
+def save(measurement: Record) -> Path:
     """Validate ``measurement`` and write it to its benchmark's file; return the path."""
     path = path_for(measurement.benchmark)
     doc = measurement.to_json()
-    from_json(doc, str(path))
+    record_from_json(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return path

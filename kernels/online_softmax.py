@@ -10,6 +10,8 @@ normaliser of the softmax, and ``m + log(s)`` is the row's logsumexp.
 import triton
 import triton.language as tl
 
+from .aligned_rows import row_parts
+
 
 @triton.jit
 def online_max_and_sum(
@@ -43,3 +45,44 @@ def online_max_and_sum(
         running_sum = running_sum * rescale + tl.sum(tl.exp(x - shift), axis=0)
         running_max = new_max
     return running_max, running_sum
+
+
+@triton.jit
+def online_update(running_max, running_sum, x):
+    """The maximum and sum after one more tile ``x`` (padding lanes hold -inf)."""
+    new_max = tl.maximum(running_max, tl.max(x, axis=0))
+    # While every value so far is -inf, shift by 0 instead: exp(-inf - -inf) is NaN.
+    shift = tl.where(new_max == -float("inf"), 0.0, new_max)
+    running_sum = running_sum * tl.exp(running_max - shift) + tl.sum(tl.exp(x - shift), axis=0)
+    return new_max, running_sum
+
+
+@triton.jit
+def online_max_and_sum_unaligned(
+    x_ptr,
+    row_offset,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    ALIGN: tl.constexpr,
+    EVICTION: tl.constexpr,
+):
+    """:func:`online_max_and_sum` of the row of ``n_cols`` values starting at element
+    ``row_offset`` of ``x_ptr``, for rows that do not start on a 16-byte boundary:
+    walked in three parts (:mod:`kernels.aligned_rows`) so that the body loads vectors.
+    ``ALIGN``: values per 16 bytes."""
+    head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+    edge = tl.arange(0, ALIGN)
+    cols = tl.arange(0, BLOCK_SIZE)
+    first = tl.load(x_ptr + row_offset + edge, mask=edge < head, other=-float("inf"),
+                    eviction_policy=EVICTION).to(ACC)  # fmt: skip
+    running_max, running_sum = online_update(
+        tl.full((), -float("inf"), ACC), tl.full((), 0.0, ACC), first
+    )
+    for start in range(0, body_len, BLOCK_SIZE):
+        tile = tl.load(x_ptr + body_start + start + cols, mask=start + cols < body_len,
+                       other=-float("inf"), eviction_policy=EVICTION).to(ACC)  # fmt: skip
+        running_max, running_sum = online_update(running_max, running_sum, tile)
+    last = tl.load(x_ptr + body_start + body_len + edge, mask=edge < tail_len,
+                   other=-float("inf"), eviction_policy=EVICTION).to(ACC)  # fmt: skip
+    return online_update(running_max, running_sum, last)

@@ -2,7 +2,8 @@
 
 Every benchmark figure is drawn by :func:`plot_measurement`: the metric against the
 problem size, one line per provider from kernel time and a lighter one from call time,
-the ceiling measured in the same run dashed. Text
+the ceiling measured in the same run dashed. The launch_overhead record, host time per
+call of each launcher, is drawn by :func:`plot_launch_overhead` as bars. Text
 in the image stays short (axis labels, legend); the provenance caption is kept beside
 the figure and written into the page as text, so that it can be translated.
 """
@@ -12,12 +13,13 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .measurements import Measurement
+from .measurements import LaunchOverhead, Measurement
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
 PROVIDER_COLOURS = {
     "Triton": "#1f77b4",
+    "bare launch": "#aec7e8",
     "PyTorch": "#ff7f0e",
     "torch.compile": "#2ca02c",
     "cuBLAS": "#d62728",
@@ -25,6 +27,7 @@ PROVIDER_COLOURS = {
     "SDPA cuDNN": "#2ca02c",
     "SDPA efficient": "#9467bd",
     "naive": "#8c564b",
+    "Liger": "#e377c2",
 }
 _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 CEILING_COLOUR = "#555555"
@@ -67,7 +70,11 @@ def _values(rates: tuple[float | None, ...]) -> list[float]:
     return [math.nan if v is None else v for v in rates]
 
 
-def _placeholder(measurement: Measurement) -> Figure:
+def _never_ran(values: tuple[float | None, ...]) -> bool:
+    return all(v is None for v in values)
+
+
+def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
             color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
@@ -88,6 +95,8 @@ def plot_measurement(measurement: Measurement) -> Figure:
         return _placeholder(measurement)
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     for index, provider in enumerate(measurement.providers):
+        if _never_ran(measurement.series[provider]):
+            continue  # no line to draw, and none in the legend (the table says why)
         colour = _provider_colour(provider, index)
         ax.plot(measurement.x, _values(measurement.series[provider]), marker="o",
                 markersize=3.5, linewidth=1.8, label=provider, color=colour)  # fmt: skip
@@ -125,6 +134,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
         return _placeholder(measurement)
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     for index, (provider, values) in enumerate(measurement.peak_memory_mb.items()):
+        if _never_ran(values):
+            continue
         ax.plot(measurement.x, _values(values), marker="o", markersize=3.5, linewidth=1.8,
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)
@@ -136,6 +147,44 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     style(fig)
     set_caption(fig, caption(measurement.environment, measurement.code.commit,
                              fresh=measurement.fresh))  # fmt: skip
+    return fig
+
+
+# The axis of the launch_overhead figure: host time of one call.
+LAUNCH_LABEL = "µs per call"
+# Height of one launcher's group of bars, in inches, and of the axes' labels and legend.
+_GROUP_INCHES = 0.6
+_MARGIN_INCHES = 1.8
+
+
+def plot_launch_overhead(record: LaunchOverhead) -> Figure:
+    """Draw the launch_overhead record as horizontal bars, one group per launcher (top to
+    bottom in the record's order), one bar per series, and attach its caption. A draft
+    build's placeholder is drawn as an empty, labelled figure."""
+    if record.placeholder:
+        fig = _placeholder(record)
+        fig.axes[0].set_xlabel(LAUNCH_LABEL)
+        fig.axes[0].set_ylabel(record.x_name)
+        style(fig)
+        return fig
+    height = _MARGIN_INCHES + _GROUP_INCHES * len(record.x)
+    fig, ax = plt.subplots(figsize=(FIGURE_SIZE[0], height), layout="constrained")
+    providers = record.providers
+    bar = 0.8 / len(providers)
+    for index, provider in enumerate(providers):
+        # Within a group the first series is on top, as the legend lists them.
+        offsets = [group - 0.4 + bar * (index + 0.5) for group in range(len(record.x))]
+        ax.barh(offsets, _values(record.series[provider]), height=bar, label=provider,
+                color=_provider_colour(provider, index))  # fmt: skip
+    ax.set_yticks(range(len(record.x)), record.x)
+    ax.invert_yaxis()
+    ax.set_xlabel(LAUNCH_LABEL)
+    ax.set_xlim(left=0)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
+               ncols=len(providers), frameon=False)  # fmt: skip
+    style(fig)
+    set_caption(fig, caption(record.environment, record.code.commit, fresh=record.fresh))
     return fig
 
 

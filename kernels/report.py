@@ -1,13 +1,14 @@
 """What a gallery page prints under its figure: the sizes that matter, against the ceiling
 and a baseline (by default the fastest at each size), read from the record itself (kernel
-time, the record's ``work``)."""
+time, the record's ``work``). And what the launch_overhead record says per launcher: how
+a call's host time divides between the launcher's Python and Triton's launch."""
 
 import html
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .measurements import Measurement
+from .measurements import LaunchOverhead, Measurement
 from .messages import _, number
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
@@ -87,14 +88,15 @@ class ResultTable:
         return "\n".join(parts)
 
 
-def _down(value: float, decimals: int) -> float:
-    """``value`` rounded down to ``decimals`` places (NaN stays NaN)."""
+def round_down(value: float, decimals: int) -> float:
+    """``value`` rounded down to ``decimals`` places (NaN stays NaN): a share or ratio
+    printed this way is never more than was measured, so "met" and "or more" stay true."""
     return value if math.isnan(value) else math.floor(value * 10**decimals) / 10**decimals
 
 
 def _share(value: float) -> str:
     """A share as a percentage with one decimal, rounded down."""
-    return number(f"{_down(100 * value, 1):.1f}%")
+    return number(f"{round_down(100 * value, 1):.1f}%")
 
 
 def _amount(value: float) -> str:
@@ -133,16 +135,18 @@ def results_table(
     if against:
         ratio = _("Triton vs {against}: Triton's rate divided by {against}'s "
                   "(above 1.00x, Triton is faster).")  # fmt: skip
-    else:
+    elif len(measurement.baselines) <= 2:
         ratio = _("Triton vs it: Triton's rate divided by the faster baseline's "
+                  "(above 1.00x, Triton is faster).")  # fmt: skip
+    else:
+        ratio = _("Triton vs it: Triton's rate divided by the fastest baseline's "
                   "(above 1.00x, Triton is faster).")  # fmt: skip
     caption.append(ratio.format(against=against))
     # Against one named baseline, its name heads the ratio's column; else a column says
-    # which baseline was the faster at each size.
+    # which baseline was the faster (or the fastest) at each size.
+    best = _("faster baseline") if len(measurement.baselines) <= 2 else _("fastest baseline")
     ratio_columns = (
-        [_("Triton vs {against}").format(against=against)]
-        if against
-        else [_("faster baseline"), _("Triton vs it")]
+        [_("Triton vs {against}").format(against=against)] if against else [best, _("Triton vs it")]
     )
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
@@ -195,11 +199,17 @@ def results_table(
             number(f"{row['triton']:,.0f}"), _share(row["of_ceiling"]),
             *([_share(row["copy_of_ceiling"])] if with_copy else []),
             *([] if against else [row["best_baseline"]]),
-            number(f"{_down(row['vs_best'], 2):.2f}x"),
+            number(f"{round_down(row['vs_best'], 2):.2f}x"),
             *verdicts,
         ])  # fmt: skip
     notes = [
         _verdict(name, x_name, met_at[name], missed_at[name]) for name, *_rest in goals if sizes
+    ]
+    # Where a line of the figure has gaps, or is missing, and why (the record's words,
+    # which stay as the record has them).
+    notes += [
+        _("No {name} rate {reason}.").format(name=name, reason=reason.rstrip("."))
+        for name, reason in measurement.unavailable.items()
     ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
@@ -242,3 +252,63 @@ def print_peak_memory(measurement: Measurement) -> None:
         cells = [values[index] for values in peak.values()]
         text = [f"{_('out of memory'):>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
         print(f"{size:>16,} " + " ".join(text))
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    """One launcher's host time per call, in microseconds, from the launch_overhead
+    record: the launcher's (``triton``), a bare launch of its kernels' (``bare``), the
+    difference (``python``: the launcher's checks, allocations and autograd wiring), and
+    PyTorch's equivalent (``torch``, None where it could not run)."""
+
+    launcher: str
+    triton: float
+    bare: float
+    python: float
+    torch: float | None
+
+
+def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
+    """The record's host times, one :class:`LaunchCost` per launcher, in its order."""
+    costs = []
+    for launcher in record.x:
+        triton = record.time_us("Triton", launcher)
+        bare = record.time_us("bare launch", launcher)
+        # The contract guarantees both (measurements: no null in these two series).
+        assert triton is not None and bare is not None
+        costs.append(
+            LaunchCost(launcher, triton, bare, triton - bare, record.time_us("PyTorch", launcher))
+        )
+    return costs
+
+
+def longest_final_wait(record: LaunchOverhead) -> float:
+    """The longest wait for the GPU at the end of a timed loop in ``record``, in calls:
+    each wait over the host time per call of its loop. About one where the GPU kept up
+    with the host; where it fell behind, the calls it had not run yet are in the wait."""
+    return max(
+        wait / time
+        for name in record.providers
+        for wait, time in zip(record.final_wait_us[name], record.series[name], strict=True)
+        if wait is not None and time is not None
+    )
+
+
+def launch_table(record: LaunchOverhead) -> ResultTable:
+    """The launch_overhead record as a :class:`ResultTable`: per launcher, the host time of
+    a call, of a bare launch, their difference and PyTorch's, in microseconds."""
+    if record.placeholder:
+        return ResultTable([f"{record.benchmark}: not measured yet, so there is no table."],
+                           [], [], [])  # fmt: skip
+    caption = [
+        "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
+        "own Python (checks, allocation, autograd wiring)."
+    ]
+    header = ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch"]
+    rows = [
+        [cost.launcher, f"{cost.triton:.1f}", f"{cost.bare:.1f}", f"{cost.python:+.1f}",
+         "n/a" if cost.torch is None else f"{cost.torch:.1f}"]
+        for cost in launch_costs(record)
+    ]  # fmt: skip
+    notes = [f"{provider} n/a: {reason}" for provider, reason in record.unavailable.items()]
+    return ResultTable(caption, header, rows, notes)

@@ -4,24 +4,58 @@
 Written out in PyTorch it takes a pass over memory for the square, one for the mean,
 one for the scaling and one for the weight; the fused kernel reads each row once and
 writes it once.
+
+The backward pass has LayerNorm's plan (:mod:`kernels.layer_norm`) without the mean and
+the bias: one kernel reads ``x`` and ``dy`` once, writes ``dx`` and keeps partial sums of
+the weight's gradient in registers, and :mod:`kernels.column_sums` adds them up. Rows
+too long for that are split between a kernel for ``dx`` and one for the weight's
+gradient. The inverse root mean square of each row is recomputed from ``x``, which the
+backward pass reads anyway, so the forward pass stores nothing for it.
 """
+
+import dataclasses
+import functools
 
 import torch
 import triton
 import triton.language as tl
 
-from .checks import check_normalisation
-from .launch import ROW_DTYPES, accumulator, as_rows, benchmark_rows, row_block, warps_for
+from . import liger
+from .checks import check_normalisation, needs_grad
+from .column_sums import column_sums
+from .first_order import first_order_only
+from .launch import (
+    ROW_DTYPES,
+    accumulator,
+    as_rows,
+    benchmark_rows,
+    cdiv,
+    resident_programs,
+    row_block,
+    warps_for,
+)
+from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
 MAX_COLS = 65536
+# Values a forward program takes: rows of fewer values are taken several at a time. On
+# an H200 (bf16) 2048 ran 768- and 1024-value rows at 0.93x and 0.96x torch.compile,
+# where 1024, 4096 and 8192 ran them at 0.80-0.93x.
+FORWARD_TILE = 2048
+# Rows whose length is not a power of two but a multiple of this many values (and at
+# least four times it) take the chunked kernel; 0 turns it off. Off: on an H200 a chunk
+# of 1024 ran 5120-value rows 1.09x torch.compile but 7168-value rows 0.87x, where the
+# padded one-tile kernel ran 0.97x and 0.98x.
+FORWARD_CHUNK = 0
 
 
-def _warps(block: int) -> int:
-    # From sweeps on an H200: rows up to 8K values do best with 16 values per thread
-    # (8K: 16 warps, 98% of the copy ceiling, against 93% with 8); at 16K, 8 warps of
-    # 64 values did better than 16 (99% against 95%).
-    return warps_for(block, per_thread=16 if block <= 8192 else 64)
+def _warps(values: int) -> int:
+    # Warps for a program's tile of ``values``. From sweeps on an H200 of one row per
+    # program: rows up to 8K values did best with 16 values per thread (8K: 16 warps,
+    # 98% of the copy ceiling, against 93% with 8); at 16K, 8 warps of 64 values did
+    # better than 16 (99% against 95%). Tiles of several short rows follow the same
+    # rule, not yet swept.
+    return warps_for(values, per_thread=16 if values <= 8192 else 64)
 
 
 @triton.jit
@@ -29,32 +63,72 @@ def rms_norm_kernel(
     x_ptr,
     weight_ptr,
     out_ptr,
+    n_rows,
     n_cols,
     eps,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    ROWS: tl.constexpr,
     EVEN: tl.constexpr,
 ):
-    # One program per row. EVEN: the row fills the tile, so the mask is the constant
-    # True and compiles away.
-    row = tl.program_id(0).to(tl.int64)
+    # ROWS rows per program, one per line of a (ROWS, BLOCK_SIZE) tile: short rows are
+    # too little work for one program (see LayerNorm's forward kernel). EVEN: the row
+    # fills the tile, so the column mask is the constant True and compiles away.
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
-    mask = (cols < n_cols) | EVEN
-    # The row is read for the sum of squares, marked to stay in cache...
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(
-        ACC
-    )
+    col_mask = (cols < n_cols) | EVEN
+    mask = (rows < n_rows)[:, None] & col_mask[None, :]
+    offsets = rows[:, None] * n_cols + cols[None, :]
+    # The rows are read for the sum of squares, marked to stay in cache...
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
     # Padding lanes hold zeros, which add nothing to the sum of squares.
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
-    x = tl.load(
-        x_ptr + row * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_first"
-    ).to(ACC)
-    weight = tl.load(weight_ptr + cols, mask=mask, eviction_policy="evict_last").to(ACC)
-    y = x * inv_rms * weight
-    tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(ACC)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, eviction_policy="evict_last").to(ACC)
+    y = x * inv_rms * weight[None, :]
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def rms_norm_chunked_kernel(
+    x_ptr, weight_ptr, out_ptr, n_cols, eps, ACC: tl.constexpr, CHUNK: tl.constexpr
+):
+    # For rows whose length is not a power of two but a multiple of CHUNK (5120): one
+    # program walks its row in CHUNK-value tiles instead of padding it to one tile of
+    # the next power of two, twice, as LayerNorm's chunked kernel does: the sum of
+    # squares (asking L2 to keep the row), then the output (reading it from L2).
+    row = tl.program_id(0).to(tl.int64)
+    base = row * n_cols
+    cols = tl.arange(0, CHUNK)
+    squares = tl.zeros((CHUNK,), ACC)
+    for start in range(0, n_cols, CHUNK):
+        x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_last").to(ACC)
+        squares += x * x
+    inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, CHUNK):
+        x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_first").to(ACC)
+        weight = tl.load(weight_ptr + start + cols).to(ACC)
+        y = x * inv_rms * weight
+        tl.store(out_ptr + base + start + cols, y.to(out_ptr.dtype.element_ty))
+
+
+@functools.cache
+def forward_launch(n_rows: int, n_cols: int) -> tuple[str, tuple[int], dict[str, object]]:
+    """Which forward kernel runs ``n_rows`` rows of ``n_cols`` values (``"tile"``:
+    :func:`rms_norm_kernel`, ``"chunked"``: :func:`rms_norm_chunked_kernel`), its grid,
+    and its compile-time arguments (the accumulator type aside). Worked out once per
+    shape."""
+    block = row_block(n_cols)
+    chunk = FORWARD_CHUNK
+    if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
+        return "chunked", (n_rows,), {"CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)}
+    rows = max(1, FORWARD_TILE // block)
+    options = {"BLOCK_SIZE": block, "ROWS": rows, "EVEN": block == n_cols,
+               "num_warps": _warps(rows * block)}  # fmt: skip
+    return "tile", (cdiv(n_rows, rows),), options
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -62,25 +136,267 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
 
     ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
     ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
+    Differentiable in ``x`` and ``weight``, through :func:`rms_norm_backward_kernel`.
     """
-    check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
-    rows = as_rows(x)
-    out = torch.empty_like(rows)
-    n_rows, n_cols = rows.shape
+    eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
+    if needs_grad(x, weight):
+        return RMSNormFunction.apply(x, weight, eps)
+    # x is contiguous: its rows follow one another, and out, laid out as x, likewise.
+    out = torch.empty_like(x)
+    n_cols = x.shape[-1]
+    n_rows = x.numel() // n_cols
     if n_rows:
-        block = row_block(n_cols)
-        rms_norm_kernel[(n_rows,)](
-            rows,
-            weight,
-            out,
-            n_cols,
-            eps,
-            ACC=accumulator(x.dtype),
-            BLOCK_SIZE=block,
-            EVEN=block == n_cols,
-            num_warps=_warps(block),
-        )
-    return out.view_as(x)
+        kind, grid, options = forward_launch(n_rows, n_cols)
+        if kind == "chunked":
+            rms_norm_chunked_kernel[grid](
+                x, weight, out, n_cols, eps, ACC=accumulator(x.dtype), **options
+            )
+        else:
+            rms_norm_kernel[grid](
+                x, weight, out, n_rows, n_cols, eps, ACC=accumulator(x.dtype), **options
+            )
+    return out
+
+
+@triton.jit
+def _input_gradient(x_hat, weighted_dy, inv_rms, n_cols, AXIS: tl.constexpr):
+    """dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), the mean taken along AXIS,
+    the row; ``inv_rms`` broadcasts against the tile."""
+    c_hat = tl.sum(x_hat * weighted_dy, axis=AXIS, keep_dims=True) / n_cols
+    return (weighted_dy - x_hat * c_hat) * inv_rms
+
+
+@triton.jit
+def _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight):
+    # dx of one tile of rows, stored, and the tile's share of dweight added.
+    # The forward pass's inverse root mean square, recomputed from the rows in registers.
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
+    x_hat = x * inv_rms
+    dx = _input_gradient(x_hat, dy * weight[None, :], inv_rms, n_cols, 1)
+    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    return dweight + dy * x_hat
+
+
+@triton.jit
+def rms_norm_backward_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    dx_ptr,
+    partial_dw_ptr,
+    n_rows,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    ROWS_PER_TILE: tl.constexpr,
+    PREFETCH: tl.constexpr,
+):
+    # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows and
+    # keeping one partial sum of dweight in registers, as LayerNorm's backward kernel.
+    # PREFETCH: load the next tile before working on this one, so that memory keeps
+    # working through the reductions and the store (as softmax_prefetch_kernel does).
+    program = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    col_mask = cols < n_cols
+    tile_rows = tl.arange(0, ROWS_PER_TILE)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(ACC)
+    dweight = tl.zeros((ROWS_PER_TILE, BLOCK_SIZE), ACC)
+    step = tl.num_programs(0) * ROWS_PER_TILE
+    first = program * ROWS_PER_TILE
+    if PREFETCH:
+        _, _, mask, offsets = row_tile(first, tile_rows, cols, col_mask, n_rows, n_cols)
+        x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+        for first_row in range(first, n_rows, step):
+            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            here, here_mask = offsets, mask
+            # Past the last tile the mask is all False: nothing is read.
+            _, _, mask, offsets = row_tile(first_row + step, tile_rows, cols, col_mask, n_rows,
+                                  n_cols)  # fmt: skip
+            x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+            dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, here, here_mask, dweight)
+    else:
+        for first_row in range(first, n_rows, step):
+            _, _, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask, n_rows, n_cols)
+            x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight)
+    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+
+
+@triton.jit
+def rms_norm_input_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    weight_ptr,
+    dx_ptr,
+    inv_rms_ptr,
+    n_cols,
+    eps,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+):
+    # dx alone, one row per program, for rows too long for the kernel above: a first
+    # pass over the row's tiles sums x*x and w*dy*x, a second writes dx. The loads of
+    # the first pass ask L2 to keep the row for the second. The row's inverse root mean
+    # square is stored for rms_norm_weight_grad_kernel. EVEN: whole tiles, no mask.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    sum_squares = tl.zeros((BLOCK_SIZE,), ACC)
+    sum_products = tl.zeros((BLOCK_SIZE,), ACC)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+        weight = tl.load(weight_ptr + start + cols, mask=mask, other=0.0).to(ACC)
+        sum_squares += x * x
+        sum_products += dy * weight * x
+    inv_rms = 1.0 / tl.sqrt(tl.sum(sum_squares, axis=0) / n_cols + eps)
+    # mean(w*dy * x_hat), with x_hat = x * inv_rms.
+    c_hat = tl.sum(sum_products, axis=0) * inv_rms / n_cols
+    tl.store(inv_rms_ptr + row, inv_rms)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = (start + cols < n_cols) | EVEN
+        offsets = row * n_cols + start + cols
+        x = tl.load(x_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+        weight = tl.load(weight_ptr + start + cols, mask=mask).to(ACC)
+        dx = (dy * weight - x * inv_rms * c_hat) * inv_rms
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def rms_norm_weight_grad_kernel(
+    dy_ptr,
+    x_ptr,
+    inv_rms_ptr,
+    partial_dw_ptr,
+    n_rows,
+    n_cols,
+    ROWS_PER_PROGRAM: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_COLS: tl.constexpr,
+):
+    # Program (strip, chunk) sums dy * x_hat over ROWS_PER_PROGRAM rows of one strip of
+    # BLOCK_COLS columns, as LayerNorm's layer_norm_weight_grads_kernel.
+    strip = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = strip * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dweight = tl.zeros((BLOCK_ROWS, BLOCK_COLS), partial_dw_ptr.dtype.element_ty)
+    first_row = chunk * ROWS_PER_PROGRAM
+    end_row = tl.minimum(first_row + ROWS_PER_PROGRAM, n_rows)
+    for start in range(first_row, end_row, BLOCK_ROWS):
+        rows = start + tl.arange(0, BLOCK_ROWS)
+        # The chunk's end, not just the matrix's: the next chunk's rows are another program's.
+        row_mask = rows < end_row
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
+        dweight += dy * (x * inv_rms[:, None])
+    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+
+
+# The backward kernels' settings are LayerNorm's (kernels/layer_norm.py says how they were
+# chosen), whose kernels have the same shape and one more row-sized sum; they have not
+# been swept for RMSNorm. Rows up to FUSED_BACKWARD_MAX_COLS take the one-kernel plan,
+# several rows at a time when short; longer ones the two-kernel plan, with dx in tiles of
+# INPUT_GRAD_BLOCK values and the weight gradient in strips of STRIP_COLS columns.
+FUSED_BACKWARD_MAX_COLS = 8192
+# On an H200 a tile of 4096 values ran 768-value rows 1.18x torch.compile, 8192 1.14x,
+# 2048 0.98x; 4096- and 7168-value rows ran the same with each.
+BACKWARD_TILE = 4096
+# 8 warps per SM ran 1.14-1.30x the fastest baseline, 16 1.01-1.27x, 32 0.83-1.22x.
+BACKWARD_WARPS_PER_SM = 8
+# The fused kernel loads its next tile while it works on the current one: on an H200 it
+# ran 1.15-1.30x the fastest baseline this way and 0.80-0.83x loading each when needed.
+BACKWARD_PREFETCH = True
+INPUT_GRAD_BLOCK = 4096
+STRIP_COLS = 256
+STRIP_ROWS = 16
+ROWS_PER_CHUNK = 512
+
+
+def _accumulator_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _fused_backward(grad_rows, rows, weight, eps, dx):
+    """dx, and per-program partial sums of the weight gradient, in one kernel."""
+    n_rows, n_cols = rows.shape
+    block = row_block(n_cols)
+    rows_per_tile = max(1, BACKWARD_TILE // block)
+    num_warps = warps_for(rows_per_tile * block)
+    n_tiles = cdiv(n_rows, rows_per_tile)
+    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
+    partial_dw = torch.empty(
+        n_partials, n_cols, dtype=_accumulator_dtype(rows.dtype), device=rows.device
+    )
+    rms_norm_backward_kernel[(n_partials,)](
+        grad_rows, rows, weight, dx, partial_dw, n_rows, n_cols, eps,
+        ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
+        PREFETCH=BACKWARD_PREFETCH, num_warps=num_warps,
+    )  # fmt: skip
+    return partial_dw
+
+
+def _two_kernel_backward(grad_rows, rows, weight, eps, dx):
+    """dx (and each row's inverse root mean square) from one kernel, partial sums of the
+    weight gradient, one per chunk of rows, from another."""
+    n_rows, n_cols = rows.shape
+    acc_dtype = _accumulator_dtype(rows.dtype)
+    inv_rms = torch.empty(n_rows, dtype=acc_dtype, device=rows.device)
+    rms_norm_input_grad_kernel[(n_rows,)](
+        grad_rows, rows, weight, dx, inv_rms, n_cols, eps, ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=INPUT_GRAD_BLOCK, EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
+        num_warps=warps_for(INPUT_GRAD_BLOCK, per_thread=16),
+    )  # fmt: skip
+    n_chunks = cdiv(n_rows, ROWS_PER_CHUNK)
+    partial_dw = torch.empty(n_chunks, n_cols, dtype=acc_dtype, device=rows.device)
+    rms_norm_weight_grad_kernel[(cdiv(n_cols, STRIP_COLS), n_chunks)](
+        grad_rows, rows, inv_rms, partial_dw, n_rows, n_cols,
+        ROWS_PER_PROGRAM=ROWS_PER_CHUNK, BLOCK_ROWS=STRIP_ROWS, BLOCK_COLS=STRIP_COLS,
+    )  # fmt: skip
+    return partial_dw
+
+
+def _backward(dy, x, weight, eps):
+    rows, grad_rows = as_rows(x), as_rows(dy)
+    n_rows, n_cols = rows.shape
+    dx = torch.empty_like(rows)
+    if n_rows == 0:
+        return dx.view_as(x), torch.zeros_like(weight)
+    if n_cols <= FUSED_BACKWARD_MAX_COLS:
+        partial_dw = _fused_backward(grad_rows, rows, weight, eps, dx)
+    else:
+        partial_dw = _two_kernel_backward(grad_rows, rows, weight, eps, dx)
+    dweight = torch.empty_like(weight)
+    column_sums(partial_dw, dweight)
+    return dx.view_as(x), dweight
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """Autograd wiring: the forward kernel, and the backward kernels for both gradients."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+        # Autograd runs this with grad mode off: rms_norm launches the forward kernel.
+        return rms_norm(x, weight, eps)
+
+    @staticmethod
+    @first_order_only("rms_norm")
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        dx, dweight = _backward(dy.contiguous(), x, weight, ctx.eps)
+        return dx, dweight, None
 
 
 def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -89,16 +405,30 @@ def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> 
 
 
 ROWS = 16384
+# The hidden size of the benchmark whose size is the number of rows (LLaMA 2 7B's).
+ROW_SWEEP_COLS = 4096
+
+
+def _inputs(
+    rows: int, n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    return x, weight
 
 
 def make_inputs(
     n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Activations of ROWS tokens by ``n_cols`` features, and a weight near one."""
-    rows = benchmark_rows(device, ROWS)
-    x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
-    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
-    return x, weight
+    return _inputs(benchmark_rows(device, ROWS), n_cols, dtype, device, generator)
+
+
+def make_row_sweep_inputs(
+    rows: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Activations of ``rows`` tokens by ROW_SWEEP_COLS features, and a weight near one."""
+    return _inputs(rows, ROW_SWEEP_COLS, dtype, device, generator)
 
 
 def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
@@ -106,16 +436,71 @@ def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
     return (2 * ROWS + 1) * n_cols * dtype.itemsize
 
 
+def row_sweep_bytes(rows: int, dtype: torch.dtype) -> int:
+    """:func:`bytes_moved` for ``rows`` rows of ROW_SWEEP_COLS values."""
+    return (2 * rows + 1) * ROW_SWEEP_COLS * dtype.itemsize
+
+
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """The forward inputs, and a random gradient of the output."""
+    x, weight = make_inputs(n_cols, dtype, device, generator)
+    return x, weight, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read x, dy and the weight once; write dx and the weight's gradient once."""
+    return (3 * ROWS + 2) * n_cols * dtype.itemsize
+
+
+# Powers of two and the hidden sizes of GPT-2 (768), GPT-2 XL (1600), LLaMA 2 13B (5120)
+# and DeepSeek-V3 (7168).
+SIZES = (768, 1024, 1600, 4096, 5120, 7168, 8192, 16384)
+
 BENCHMARK = BenchmarkSpec(
     name="rms_norm",
     metric="GB/s",
     x_name="N",
     dtype=torch.bfloat16,
-    gpu_sizes=tuple(2**p for p in range(9, 15)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 781, 2048),
     make_inputs=make_inputs,
     triton=rms_norm,
     torch_eager=torch_rms_norm,
     work=bytes_moved,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.rms_norm},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_backward",
+    gpu_sizes=(768, 1600, 4096, 5120, 7168, 16384),
+    # Not rows of one value: there y = sign(x) * weight, and dx is a small difference of
+    # nearly equal terms that no float32 computation (PyTorch's neither) gets to 1e-5.
+    interpreter_sizes=(3, 781, 2048),
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0, 1),
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(768, 4096, 5120, 7168),
+    interpreter_sizes=(781,),
+)
+
+# The number of rows swept at one hidden size: fewer than 1024 up to four times ROWS.
+ROW_SWEEP_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="rms_norm_rows",
+    x_name="rows",
+    gpu_sizes=(1000, 4096, 32768, 65536),
+    interpreter_sizes=(1, 3),
+    make_inputs=make_row_sweep_inputs,
+    work=row_sweep_bytes,
+    details={"n_cols": ROW_SWEEP_COLS},
 )

@@ -18,9 +18,12 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
+_DEVICES = {True: torch.device("cpu"), False: torch.device("cuda")}
+
+
 def kernel_device() -> torch.device:
     """The device whose tensors Triton kernels take here: ``cuda``, or ``cpu`` when interpreted."""
-    return torch.device("cpu" if interpreted() else "cuda")
+    return _DEVICES[interpreted()]
 
 
 def describe_device() -> str:

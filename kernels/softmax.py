@@ -4,13 +4,23 @@
 composition of the formula makes a pass over memory for each step (max, subtract and
 exponentiate, sum, divide); the fused kernel keeps a whole row in registers and touches
 memory twice: it reads the row once and writes the result once.
+
+The backward pass, ``dx = y * (dy - sum(y * dy))`` per row, needs the output ``y``,
+which the forward pass keeps, and the output's gradient ``dy``: its kernel reads both
+once and writes ``dx`` once.
 """
+
+import dataclasses
+import functools
 
 import torch
 import triton
 import triton.language as tl
 
-from .checks import check_rows
+from . import liger
+from .aligned_rows import align_for, row_parts
+from .checks import check_rows, needs_grad
+from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
     accumulator,
@@ -20,7 +30,7 @@ from .launch import (
     row_block,
     warps_for,
 )
-from .online_softmax import online_max_and_sum
+from .online_softmax import online_max_and_sum, online_max_and_sum_unaligned
 from .spec import BenchmarkSpec
 
 # Rows up to this length are held whole in registers (a 32K-value row is 128 KiB as
@@ -92,8 +102,25 @@ def softmax_prefetch_kernel(
 
 
 @triton.jit
+def _softmax_part(x_ptr, out_ptr, base, offsets, mask, row_max, inverse_sum, ACC: tl.constexpr):
+    # The second pass over the values at base + offsets: read again (from L2, which the
+    # first pass asked to keep them), exponentiate, scale, write.
+    x = tl.load(
+        x_ptr + base + offsets, mask=mask, other=-float("inf"), eviction_policy="evict_first"
+    ).to(ACC)
+    y = tl.exp(x - row_max) * inverse_sum
+    tl.store(out_ptr + base + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def softmax_looped_kernel(
-    x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+    x_ptr,
+    out_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     # For rows too long for registers: a first pass finds the maximum and the sum of
     # exponentials together (the online recurrence); a second pass reads the row again
@@ -101,19 +128,56 @@ def softmax_looped_kernel(
     # first pass marks the row's lines "evict last", so that the stream of other rows
     # does not push them out, and the second pass marks them "evict first", since
     # they are done with. On an H200 at 64K values the hints took the kernel from 69%
-    # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles.
+    # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles. ALIGN > 1:
+    # rows do not all start on a 16-byte boundary (50,257 values), and both passes walk
+    # them in three parts so that most loads are vectors (kernels/aligned_rows.py).
     row = tl.program_id(0).to(tl.int64)
-    row_ptr = x_ptr + row * n_cols
-    row_max, row_sum = online_max_and_sum(row_ptr, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN)
-    inverse_sum = 1.0 / row_sum
+    row_offset = row * n_cols
     cols = tl.arange(0, BLOCK_SIZE)
-    for start in range(0, n_cols, BLOCK_SIZE):
-        mask = (start + cols < n_cols) | EVEN
-        x = tl.load(
-            row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first"
-        ).to(ACC)
-        y = tl.exp(x - row_max) * inverse_sum
-        tl.store(out_ptr + row * n_cols + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    if ALIGN > 1:
+        row_max, row_sum = online_max_and_sum_unaligned(
+            x_ptr, row_offset, n_cols, ACC, BLOCK_SIZE, ALIGN, "evict_last"
+        )
+        inverse_sum = 1.0 / row_sum
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        _softmax_part(x_ptr, out_ptr, row_offset, edge, edge < head, row_max, inverse_sum, ACC)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _softmax_part(x_ptr, out_ptr, body_start + start, cols, body_mask, row_max,
+                          inverse_sum, ACC)  # fmt: skip
+        _softmax_part(x_ptr, out_ptr, body_start + body_len, edge, edge < tail_len, row_max,
+                      inverse_sum, ACC)  # fmt: skip
+    else:
+        row_max, row_sum = online_max_and_sum(
+            x_ptr + row_offset, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN
+        )
+        inverse_sum = 1.0 / row_sum
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            _softmax_part(x_ptr, out_ptr, row_offset + start, cols, mask, row_max,
+                          inverse_sum, ACC)  # fmt: skip
+
+
+@functools.cache
+def forward_launch(
+    n_rows: int, n_cols: int, dtype: torch.dtype, device: torch.device
+) -> tuple[str, tuple[int], dict[str, object]]:
+    """Which forward kernel :func:`softmax` launches for ``n_rows`` rows of ``n_cols``
+    values of ``dtype`` on ``device`` (``"row"``, ``"prefetch"`` or ``"looped"``), its
+    grid and compile-time arguments: worked out once per shape, since a launcher's
+    Python is paid at every call."""
+    acc = accumulator(dtype)
+    if n_cols > MAX_FUSED_COLS:
+        options = {"ACC": acc, "BLOCK_SIZE": LOOP_BLOCK, "EVEN": n_cols % LOOP_BLOCK == 0,
+                   "ALIGN": align_for(dtype, n_cols), "num_warps": LOOP_WARPS}  # fmt: skip
+        return "looped", (n_rows,), options
+    block = row_block(n_cols)
+    options = {"ACC": acc, "BLOCK_SIZE": block, "EVEN": block == n_cols}
+    if block >= PREFETCH_FROM:
+        programs = resident_programs(n_rows, PREFETCH_WARPS, device)
+        return "prefetch", (programs,), {**options, "num_warps": PREFETCH_WARPS}
+    return "row", (n_rows,), {**options, "num_warps": warps_for(block, VALUES_PER_THREAD)}
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -121,34 +185,156 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     of over 16K values, :func:`softmax_prefetch_kernel` and :func:`softmax_looped_kernel`).
 
     ``x``: a contiguous float tensor (float16, bfloat16, float32 or float64) on the
-    device Triton runs on, with a non-empty last dimension.
+    device Triton runs on, with a non-empty last dimension. Differentiable: the gradient
+    comes from :func:`softmax_backward_kernel`.
     """
     check_rows("x", x, ROW_DTYPES)
-    rows = as_rows(x)
-    out = torch.empty_like(rows)
+    if needs_grad(x):
+        return SoftmaxFunction.apply(x)
+    # x is contiguous, so its rows follow one another in memory: the kernels need only
+    # the row length, and out, laid out as x, takes the same offsets.
+    out = torch.empty_like(x)
+    n_cols = x.shape[-1]
+    n_rows = x.numel() // n_cols
+    if n_rows == 0:
+        return out
+    kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, x.device)
+    if kind == "row":
+        softmax_kernel[grid](x, out, n_cols, **options)
+    elif kind == "prefetch":
+        # Fewer programs than rows: each needs to know where the rows end.
+        softmax_prefetch_kernel[grid](x, out, n_rows, n_cols, **options)
+    else:
+        softmax_looped_kernel[grid](x, out, n_cols, **options)
+    return out
+
+
+# The backward kernel holds two rows, y and dy: rows up to this length stay whole in
+# registers (together as many values as the forward kernel's longest fused row); longer
+# rows are walked in tiles of BACKWARD_LOOP_BLOCK values. Not swept on a GPU yet.
+BACKWARD_MAX_FUSED_COLS = 16384
+BACKWARD_LOOP_BLOCK = 8192
+BACKWARD_LOOP_WARPS = 16
+
+
+@triton.jit
+def softmax_backward_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+):
+    # One program per row: dx = y * (dy - sum(y * dy)).
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (cols < n_cols) | EVEN
+    offsets = row * n_cols + cols
+    # Padding lanes read zeros, which add nothing to the sum.
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    dx = y * (dy - tl.sum(y * dy, axis=0))
+    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _products(y_ptr, dy_ptr, base, offsets, mask, ACC: tl.constexpr):
+    # The first pass over the values at base + offsets: y * dy, lane by lane, with the
+    # values asked to stay in L2 for the second pass.
+    y = tl.load(y_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+    dy = tl.load(dy_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+    return y.to(ACC) * dy.to(ACC)
+
+
+@triton.jit
+def _dx_part(y_ptr, dy_ptr, dx_ptr, base, offsets, mask, dot, ACC: tl.constexpr):
+    # The second pass over the values at base + offsets: dx = y * (dy - dot).
+    y = tl.load(y_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+    dy = tl.load(dy_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
+    tl.store(dx_ptr + base + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_backward_looped_kernel(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    # Rows too long for registers, in two passes over tiles: the sum of y * dy, then dx.
+    # The eviction hints ask L2 to keep the row for the second pass, as in the forward
+    # kernel for long rows. EVEN: the row is a whole number of tiles. ALIGN > 1: rows
+    # do not all start on a 16-byte boundary, and are walked in three parts
+    # (kernels/aligned_rows.py), as the forward kernel does.
+    row = tl.program_id(0).to(tl.int64)
+    row_offset = row * n_cols
+    cols = tl.arange(0, BLOCK_SIZE)
+    # Products are summed lane by lane over the tiles and across lanes once at the end:
+    # one reduction per row, not one per tile.
+    partial = tl.zeros((BLOCK_SIZE,), ACC)
+    if ALIGN > 1:
+        head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
+        edge = tl.arange(0, ALIGN)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            partial += _products(y_ptr, dy_ptr, body_start + start, cols, body_mask, ACC)
+        edges = _products(y_ptr, dy_ptr, row_offset, edge, edge < head, ACC) + _products(
+            y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, ACC
+        )
+        dot = tl.sum(partial, axis=0) + tl.sum(edges, axis=0)
+        _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset, edge, edge < head, dot, ACC)
+        for start in range(0, body_len, BLOCK_SIZE):
+            body_mask = start + cols < body_len
+            _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + start, cols, body_mask, dot, ACC)
+        _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + body_len, edge, edge < tail_len, dot, ACC)
+    else:
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            partial += _products(y_ptr, dy_ptr, row_offset + start, cols, mask, ACC)
+        dot = tl.sum(partial, axis=0)
+        for start in range(0, n_cols, BLOCK_SIZE):
+            mask = (start + cols < n_cols) | EVEN
+            _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset + start, cols, mask, dot, ACC)
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """The gradient of softmax's input from its output ``y`` and the output's gradient."""
+    rows, grad_rows = as_rows(y), as_rows(dy)
+    dx = torch.empty_like(rows)
     n_rows, n_cols = rows.shape
     if n_rows == 0:
-        return out.view_as(x)
-    acc = accumulator(x.dtype)
-    if n_cols > MAX_FUSED_COLS:
-        softmax_looped_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=acc, BLOCK_SIZE=LOOP_BLOCK,
-            EVEN=n_cols % LOOP_BLOCK == 0, num_warps=LOOP_WARPS,
-        )  # fmt: skip
-        return out.view_as(x)
-    block = row_block(n_cols)
-    if block >= PREFETCH_FROM:
-        programs = resident_programs(n_rows, PREFETCH_WARPS, x.device)
-        softmax_prefetch_kernel[(programs,)](
-            rows, out, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=PREFETCH_WARPS,
+        return dx.view_as(y)
+    acc = accumulator(y.dtype)
+    if n_cols > BACKWARD_MAX_FUSED_COLS:
+        softmax_backward_looped_kernel[(n_rows,)](
+            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
+            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, ALIGN=align_for(y.dtype, n_cols),
+            num_warps=BACKWARD_LOOP_WARPS,
         )  # fmt: skip
     else:
-        softmax_kernel[(n_rows,)](
-            rows, out, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=warps_for(block, VALUES_PER_THREAD),
+        block = row_block(n_cols)
+        softmax_backward_kernel[(n_rows,)](
+            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
+            num_warps=warps_for(block),
         )  # fmt: skip
-    return out.view_as(x)
+    return dx.view_as(y)
+
+
+class SoftmaxFunction(torch.autograd.Function):
+    """Autograd wiring: the forward pass keeps its output, all the backward pass needs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        # Autograd runs this with grad mode off: softmax launches the forward kernel.
+        y = softmax(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @first_order_only("softmax")
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return _backward(y, dy.contiguous())
 
 
 def torch_softmax(x: torch.Tensor) -> torch.Tensor:
@@ -179,16 +365,51 @@ def bytes_moved(n_cols: int, dtype: torch.dtype) -> int:
     return 2 * ROWS * n_cols * dtype.itemsize
 
 
+def make_backward_inputs(
+    n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The forward input, and a random gradient of the output."""
+    (x,) = make_inputs(n_cols, dtype, device, generator)
+    return x, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+
+
+def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:
+    """Read the output and its gradient once, write the input's gradient once."""
+    return 3 * ROWS * n_cols * dtype.itemsize
+
+
+# Powers of two, the vocabularies of GPT-2 (50257), LLaMA 2 (32000), LLaMA 3 (128256)
+# and Qwen 2 (151936), and rows as long as 2**18 values.
+SIZES = (256, 1024, 4096, 16384, 32000, 32768, 50257, 65536, 128256, 151936, 262144)
+
 BENCHMARK = BenchmarkSpec(
     name="softmax",
     metric="GB/s",
     x_name="N",
     dtype=torch.bfloat16,
-    gpu_sizes=tuple(2**p for p in range(8, 17)),
+    gpu_sizes=SIZES,
     interpreter_sizes=(1, 781, 2048),
     make_inputs=make_inputs,
     triton=softmax,
     torch_eager=torch_softmax,
     work=bytes_moved,
     details={"rows": ROWS},
+    extra_baselines={liger.SERIES: liger.softmax},
+)
+
+BACKWARD_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="softmax_backward",
+    gpu_sizes=(1024, 4096, 16384, 32768, 50257, 65536, 151936, 262144),
+    make_inputs=make_backward_inputs,
+    work=backward_bytes,
+    grad_inputs=(0,),
+)
+
+FP16_BENCHMARK = dataclasses.replace(
+    BENCHMARK,
+    name="softmax_fp16",
+    dtype=torch.float16,
+    gpu_sizes=(4096, 32000, 50257, 151936),
+    interpreter_sizes=(781,),
 )

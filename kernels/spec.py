@@ -20,8 +20,9 @@ DEFAULT_BASELINES = ("PyTorch", "torch.compile")
 
 
 class ProviderUnavailable(RuntimeError):
-    """Raised by a baseline that cannot run on this machine (a missing SDPA backend, say);
-    the harness records ``null`` at that size and the reason under ``unavailable``."""
+    """Raised by a baseline that cannot run on this machine or input (a missing SDPA
+    backend, a library that is not installed, a row longer than it takes); the harness
+    records ``null`` at that size and the reason under ``unavailable``."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class BenchmarkSpec:
     # The series Triton is compared with, by name. None: PyTorch eager (``torch_eager``)
     # and ``torch.compile`` of it, compiled afresh for each size.
     baselines: Mapping[str, Callable[..., Output]] | None = None
+    # Series timed after those, such as another library's kernel for the same operation
+    # (``Liger``, :mod:`kernels.liger`).
+    extra_baselines: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
     # Providers whose peak memory is recorded beside the others but that are not timed,
     # such as a naive version that runs out of memory at large sizes.
     memory_only: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
@@ -75,7 +79,7 @@ class BenchmarkSpec:
     def series_names(self) -> tuple[str, ...]:
         """The names of the timed series, Triton first."""
         baselines = DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
-        return ("Triton", *baselines)
+        return ("Triton", *baselines, *self.extra_baselines)
 
     @property
     def module(self) -> str:

@@ -20,8 +20,9 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
-from .checks import check_same_layout, check_tensor
-from .launch import accumulator
+from .checks import check_same_layout, check_tensor, needs_grad
+from .first_order import first_order_only
+from .launch import accumulator, cdiv
 
 # float64 is there for gradient checks against PyTorch.
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -77,7 +78,7 @@ def swiglu_backward_kernel(
 
 def _grid(n_elements: int) -> tuple[int]:
     # One program per tile; cdiv rounds up so the tail tile is launched too.
-    return (triton.cdiv(n_elements, BLOCK_SIZE),)
+    return (cdiv(n_elements, BLOCK_SIZE),)
 
 
 def _check(gate: torch.Tensor, up: torch.Tensor) -> None:
@@ -119,6 +120,7 @@ class SwiGLUFunction(torch.autograd.Function):
         return _forward(gate, up)
 
     @staticmethod
+    @first_order_only("swiglu")
     def backward(ctx, dout):
         gate, up = ctx.saved_tensors
         want_dgate, want_dup = ctx.needs_input_grad
@@ -132,7 +134,9 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     bfloat16, float32 or float64) on the device Triton runs on.
     """
     _check(gate, up)
-    return SwiGLUFunction.apply(gate, up)
+    if needs_grad(gate, up):
+        return SwiGLUFunction.apply(gate, up)
+    return _forward(gate, up)
 
 
 # The same kernels as custom operators: torch.ops.ninja_gap.swiglu and its backward.

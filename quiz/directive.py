@@ -108,6 +108,12 @@ def fill_in(tree: nodes.Node, texts: list[str]) -> None:
         text_node.parent.replace(text_node, replacement)
 
 
+def bank_path(srcdir: Path, bank_dir: str, name: str) -> Path:
+    """The file of the bank ``name`` in a build whose sources are in ``srcdir``, with its
+    banks in ``bank_dir`` (the ``quiz_bank_dir`` setting) under it."""
+    return srcdir / bank_dir / f"{name}.yaml"
+
+
 class QuizDirective(SphinxDirective):
     """``quiz NAME``: render ``<quiz_bank_dir>/NAME.yaml``."""
 
@@ -122,11 +128,10 @@ class QuizDirective(SphinxDirective):
                 f"{where}: a bank is named by its file in {self.config.quiz_bank_dir}/, "
                 "without '.yaml': lower-case letters, digits, '-' and '_'"
             )
-        banks = Path(self.env.srcdir) / self.config.quiz_bank_dir
-        path = banks / f"{name}.yaml"
+        path = bank_path(Path(self.env.srcdir), self.config.quiz_bank_dir, name)
         # A build in another language shows the bank's translation, where there is one:
         # quiz/<language>/<name>.yaml, checked against the original.
-        translated = banks / self.config.language / f"{name}.yaml"
+        translated = path.parent / self.config.language / path.name
         self.env.note_dependency(str(path))
         if translated.exists():  # a missing file would make the page outdated forever
             self.env.note_dependency(str(translated))

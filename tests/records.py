@@ -54,3 +54,46 @@ def sample_doc(**changes: Any) -> dict[str, Any]:
 def sample(**changes: Any) -> measurements.Measurement:
     """:func:`sample_doc` as a validated :class:`~kernels.measurements.Measurement`."""
     return measurements.from_json(sample_doc(**changes), "sample.json")
+
+
+LAUNCHERS = ["add", "softmax", "matmul"]
+
+
+def launch_doc(**changes: Any) -> dict[str, Any]:
+    """A valid launch_overhead record (three launchers, microseconds per call), with
+    ``changes`` applied to its top-level keys."""
+    doc: dict[str, Any] = {
+        "benchmark": "launch_overhead",
+        "metric": "us",
+        "x_name": "launcher",
+        "x": list(LAUNCHERS),
+        "series": {
+            "Triton": [20.0, 24.0, 40.0],
+            "bare launch": [12.0, 14.0, 30.0],
+            "PyTorch": [5.0, 6.0, 8.0],
+        },
+        "final_wait_us": {
+            "Triton": [3.0, 3.5, 6.0],
+            "bare launch": [3.0, 3.5, 6.0],
+            "PyTorch": [2.0, 2.5, 4.0],
+        },
+        "inputs": {
+            "add": "x (4096,) float32, y (4096,) float32",
+            "softmax": "x (8, 1024) float32",
+            "matmul": "a (64, 64) float16, b (64, 64) float16",
+        },
+        "code": {
+            "fingerprint": "0123456789abcdef",
+            "commit": "5b292fa",
+            "files": {"kernels/launch_cost.py": "0123456789abcdef"},
+        },
+        "environment": copy.deepcopy(sample_doc()["environment"]),
+        "timing": {"calls": 2000, "repeats": 7},
+    }
+    doc.update(copy.deepcopy(changes))
+    return doc
+
+
+def launch_sample(**changes: Any) -> measurements.LaunchOverhead:
+    """:func:`launch_doc` as a validated :class:`~kernels.measurements.LaunchOverhead`."""
+    return measurements.launch_overhead_from_json(launch_doc(**changes), "sample.json")

@@ -1,9 +1,11 @@
 """FlashAttention forward and backward against float64 at awkward shapes (sequence
 lengths that are not a multiple of the 16-query blocks the interpreter uses, one token,
-causal with one block), the float64 reference itself, and rejected inputs."""
+causal with one block), the float64 reference itself, and rejected inputs (scalar
+arguments of the wrong kind among them)."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from kernel_inputs import OTHER_DEVICE, assert_close_to_float64, randn
@@ -149,3 +151,42 @@ def test_gpu_tiles_fit_the_causal_loop_bounds() -> None:
         if kernel == "backward_kv":
             owner, visitor = visitor, owner
         assert owner % visitor == 0, (kernel, tiles)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"causal": "false"}, TypeError, r"causal must be True or False, got str 'false'"),
+        ({"causal": 0}, TypeError, r"causal must be True or False, got int 0"),
+        ({"causal": None}, TypeError, r"causal must be True or False, got NoneType None"),
+        ({"sm_scale": "0.125"}, TypeError,
+         r"sm_scale must be a number \(int or float\), got str '0.125'"),
+        ({"sm_scale": True}, TypeError, r"sm_scale must be a number \(int or float\), got bool"),
+        ({"sm_scale": "tensor"}, TypeError,
+         r"sm_scale must be a number \(int or float\), got a tensor of shape \(\)"),
+        ({"sm_scale": float("inf")}, ValueError, r"sm_scale must be a finite number, got inf"),
+    ],
+    ids=["causal-str", "causal-int", "causal-none", "scale-str", "scale-bool", "scale-tensor",
+         "scale-inf"],
+)  # fmt: skip
+def test_rejects_scalar_arguments_of_the_wrong_kind(kwargs, error, message) -> None:
+    if kwargs.get("sm_scale") == "tensor":
+        kwargs = {"sm_scale": torch.tensor(0.125)}
+    q = half(*GOOD)
+    with pytest.raises(error, match=message):
+        attention.attention(q, q, q, **kwargs)
+
+
+def test_takes_numpy_scalars() -> None:
+    q, k, v, _ = qkv_and_grad((1, 1, 16, 64), torch.float16)
+    expected = attention.attention(q, k, v, causal=True, sm_scale=0.125)
+    got = attention.attention(q, k, v, causal=np.True_, sm_scale=np.float32(0.125))
+    assert torch.equal(got, expected)
+
+
+def test_empty_sequence_keeps_the_inputs_in_the_graph() -> None:
+    q, k, v = (randn(1, 2, 0, 64, dtype=torch.float16).requires_grad_() for _ in range(3))
+    out = attention.attention(q, k, v)
+    assert out.grad_fn is not None
+    out.sum().backward()
+    assert q.grad.shape == q.shape and k.grad.shape == k.shape

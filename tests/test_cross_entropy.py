@@ -1,7 +1,9 @@
-"""Cross-entropy: loss and gradient against float64, ignored rows, gradcheck, bad input."""
+"""Cross-entropy: loss and gradient against float64 (logits far from zero too), ignored
+rows, gradcheck, bad input."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
@@ -111,3 +113,64 @@ def test_rejects_bad_input(logits, targets, error, message) -> None:
         targets = torch.tensor(targets, device=DEVICE)
     with pytest.raises(error, match=message):
         cross_entropy.cross_entropy(logits, targets)
+
+
+def loss_and_gradient(logits: torch.Tensor, targets: torch.Tensor):
+    """The loss and the logits' gradient from the kernels, and PyTorch's in float64."""
+    leaf = logits.detach().requires_grad_()
+    loss = cross_entropy.cross_entropy(leaf, targets)
+    loss.backward()
+    leaf64 = logits.detach().double().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(leaf64, targets)
+    reference.backward()
+    return loss.detach(), leaf.grad, reference.detach(), leaf64.grad
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # the interpreter's exp() overflowing
+@pytest.mark.parametrize("offset", [1e4, 1e6, -1e6])
+def test_logits_far_from_zero(offset: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Softmax does not change when every logit of a row moves by the same amount; the
+    # logsumexp does, and rounded to float32 near 1e6 it is off by up to 1/32.
+    monkeypatch.setattr(cross_entropy, "BLOCK_SIZE", 64)
+    logits = randn(4, 200, seed=1) * 3 + offset
+    loss, grad, reference_loss, reference_grad = loss_and_gradient(logits, targets_for(4, 200))
+    assert_close_to_float64(grad, reference_grad, torch.float32)
+    assert_close_to_float64(loss, reference_loss, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_rows_of_plus_and_minus_1e30(dtype: torch.dtype) -> None:
+    logits = torch.tensor(
+        [[1e30, -1e30, 0.0, 1e30], [-1e30, -1e30, 5.0, -1e30], [1e30, 1e30 * 0.5, -1e30, 3.0]],
+        dtype=dtype, device=DEVICE,
+    )  # fmt: skip
+    targets = torch.tensor([0, 2, 3], device=DEVICE)
+    loss, grad, reference_loss, reference_grad = loss_and_gradient(logits, targets)
+    # Each row of the gradient is softmax minus one-hot: it sums to 0.
+    zeros = torch.zeros(3, dtype=torch.float64, device=grad.device)
+    assert torch.allclose(grad.double().sum(dim=1), zeros)
+    assert_close_to_float64(grad, reference_grad, torch.float32)
+    assert_close_to_float64(loss, reference_loss, torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"ignore_index": -100.0}, TypeError, r"ignore_index must be an integer, got float -100.0"),
+        ({"ignore_index": "-100"}, TypeError, r"ignore_index must be an integer, got str '-100'"),
+        ({"ignore_index": None}, TypeError, r"ignore_index must be an integer, got NoneType"),
+        ({"ignore_index": True}, TypeError, r"ignore_index must be an integer, got bool True"),
+        ({"check_targets": "no"}, TypeError, r"check_targets must be True or False, got str 'no'"),
+    ],
+    ids=["float", "str", "none", "bool", "check-targets"],
+)
+def test_rejects_scalar_arguments_of_the_wrong_kind(kwargs, error, message) -> None:
+    with pytest.raises(error, match=message):
+        cross_entropy.cross_entropy(randn(3, 10), targets_for(3, 10), **kwargs)
+
+
+def test_takes_a_numpy_integer_for_ignore_index() -> None:
+    logits, targets = randn(4, 10, dtype=torch.float64), torch.tensor([1, 7, 7, 0], device=DEVICE)
+    loss = cross_entropy.cross_entropy(logits, targets, np.int64(7))
+    expected = torch.nn.functional.cross_entropy(logits, targets, ignore_index=7)
+    assert math.isclose(loss.item(), expected.item(), rel_tol=1e-12)

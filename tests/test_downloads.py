@@ -17,7 +17,7 @@ from sphinx.config import Config
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 import downloads
 
-CONFIG = Config({}, {})
+SOURCES = downloads.Sources(ROOT, "quiz", Config({}, {}))
 SCRIPT = '''"""
 Title
 =====
@@ -46,7 +46,7 @@ x
 
 
 def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
-    whole = downloads.whole_script(SCRIPT, CONFIG)
+    whole = downloads.whole_script(SCRIPT, SOURCES)
     assert "literalinclude" not in whole and ".. quiz::" not in whole
     assert (
         "#    def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in whole
@@ -57,13 +57,13 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     assert whole.count("x = 1") == 1
     assert "\nprint(x)\n" in whole
     assert "from ninja_gap.kernels import vector_add" in downloads.whole_script(
-        "from kernels import vector_add\n", CONFIG
+        "from kernels import vector_add\n", SOURCES
     )
     compile(whole, "whole.py", "exec")
     # The cell that saves the figures imports only what it uses.
     assert "typing" not in downloads.SAVE_FIGURES
     # Rewriting again changes nothing (a build may find a file it rewrote before).
-    assert downloads.whole_script(whole, CONFIG) == whole
+    assert downloads.whole_script(whole, SOURCES) == whole
 
 
 def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
@@ -71,7 +71,7 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
         "The kernel:\n", "\n", ".. literalinclude:: /kernels/vector_add.py\n",
         "   :pyobject: add_kernel\n", "\n", ".. quiz:: vector_add\n"]}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 0}  # fmt: skip
-    whole = json.loads(downloads.whole_notebook(json.dumps(notebook), CONFIG))
+    whole = json.loads(downloads.whole_notebook(json.dumps(notebook), SOURCES))
     text = "".join(whole["cells"][0]["source"])
     assert "```python\n@triton.jit\ndef add_kernel(" in text
     assert "literalinclude" not in text and ".. quiz::" not in text and "1. With" in text
@@ -81,14 +81,35 @@ def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
     path = tmp_path / "plot_x.zip"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("plot_x.py", SCRIPT)
-    downloads.rewrite_download(path, CONFIG)
+    downloads.rewrite_download(path, SOURCES)
     with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as archive:
         assert "literalinclude" not in archive.read("plot_x.py").decode()
 
 
+def test_a_download_reads_the_build_s_own_sources(tmp_path: Path) -> None:
+    # A build of another folder (a copy of the course, a contributor's project) writes
+    # out that folder's kernels and banks, not those of the checkout the extension is in.
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "vector_add.py").write_text(
+        "def bytes_moved():\n    return 'from the copy'\n", encoding="utf-8"
+    )
+    (tmp_path / "banks").mkdir()
+    bank = (ROOT / "quiz" / "vector_add.yaml").read_text(encoding="utf-8")
+    copied = bank.replace(
+        "which elements does the program", "which elements, only the copy asks, does the program", 1
+    )
+    assert copied != bank
+    (tmp_path / "banks" / "vector_add.yaml").write_text(copied, encoding="utf-8")
+    sources = downloads.Sources(tmp_path, "banks", Config({}, {}))
+    script = '"""\n.. literalinclude:: /kernels/vector_add.py\n   :pyobject: bytes_moved\n"""\n'
+    assert "from the copy" in downloads.whole_script(script, sources)
+    assert "only the copy asks" in downloads.whole_script("# .. quiz:: vector_add\n", sources)
+    assert "only the copy asks" not in downloads.whole_script("# .. quiz:: vector_add\n", SOURCES)
+
+
 def test_an_unknown_bank_in_a_download_names_it() -> None:
     with pytest.raises(Exception, match="nosuchbank"):
-        downloads.whole_script("# .. quiz:: nosuchbank\n", CONFIG)
+        downloads.whole_script("# .. quiz:: nosuchbank\n", SOURCES)
 
 
 def test_every_downloaded_script_runs_outside_the_clone(

@@ -1,15 +1,24 @@
 """Matmul against float64 at awkward shapes, the grouped tile order, the epilogue, and
-rejected inputs. The interpreter runs the kernel with small tiles (16 x 16 x 16), so
-these shapes span several tiles, partial tiles and a partial group."""
+rejected inputs. The interpreter runs the kernel with small tiles (16 x 16 x 32), so
+these shapes span several tiles, partial tiles and a partial group. Also: NaN and
+infinity through the activations, GELU without overflow, every layout (transposed
+operands, sliced views) on both kernels, few rows, each candidate configuration, the
+autotune key, and gradients through the kernels."""
+
+import warnings
+from collections.abc import Callable
 
 import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, assert_close_to_float64, randn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels import matmul
+from kernels import launch, matmul
 from kernels.bench import check
 
 HALF = (torch.float16, torch.bfloat16)
+TUNED_KERNELS = (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel,
+                 matmul.tuned_matmul_tma_persistent_kernel)  # fmt: skip
 
 
 def half(*shape: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
@@ -44,6 +53,17 @@ def test_aligned_matrices_take_the_tma_path_and_others_the_pointer_path() -> Non
     # Rows of 37 half-precision values are 74 bytes: not a multiple of 16.
     assert not matmul.tma_applies(half(32, 37), half(37, 48))
     assert not matmul.tma_applies(half(32, 64)[:, 1:])
+    # A descriptor needs contiguous rows that do not overlap: a transposed matrix is
+    # passed as its transpose, and a broadcast row (stride 0) goes to the pointer kernel.
+    assert not matmul.tma_applies(half(64, 32).t())
+    assert matmul.tma_applies(half(64, 32).t().t(), half(32, 128)[:, 16:80])
+    assert not matmul.tma_applies(half(1, 64).expand(32, 64))
+
+
+def test_a_matrix_is_transposed_when_its_columns_are_contiguous() -> None:
+    weight = half(48, 64)
+    assert matmul.transposed(weight.t()) and not matmul.transposed(weight)
+    assert not matmul.transposed(half(64, 96)[::2, ::3])
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -69,7 +89,9 @@ def test_empty_inner_dimension_gives_zeros() -> None:
     ).shape == (0, 4)
 
 
-@pytest.mark.parametrize("spec", [matmul.BENCHMARK, matmul.SKINNY_BENCHMARK], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec", [matmul.BENCHMARK, matmul.SKINNY_BENCHMARK, matmul.NT_BENCHMARK], ids=lambda s: s.name
+)
 def test_benchmark_inputs_pass_the_harness_check(spec) -> None:
     for size in spec.interpreter_sizes:
         result = check(spec, size)
@@ -96,7 +118,6 @@ def test_group_of_one_row_is_row_major_and_a_partial_group_is_covered() -> None:
     ("make", "error", "message"),
     [
         (lambda: (half(4, 8).to(OTHER_DEVICE), half(8, 2)), ValueError, r"^a is on"),
-        (lambda: (half(4, 8), half(2, 8).t()), ValueError, r"b is not contiguous"),
         (lambda: (randn(4, 8), randn(8, 2)), TypeError,
          r"a has dtype float32; this kernel takes float16, bfloat16"),
         (lambda: (half(4, 8), half(8, 2, dtype=torch.bfloat16)), TypeError,
@@ -105,7 +126,7 @@ def test_group_of_one_row_is_row_major_and_a_partial_group_is_covered() -> None:
         (lambda: (half(2, 4, 8), half(8, 2)), ValueError,
          r"a has shape \(2, 4, 8\); it must be a matrix"),
     ],
-    ids=["device", "strided", "dtype", "mixed", "inner", "3d"],
+    ids=["device", "dtype", "mixed", "inner", "3d"],
 )  # fmt: skip
 def test_rejects_bad_input(make, error, message) -> None:
     with pytest.raises(error, match=message):
@@ -118,3 +139,296 @@ def test_rejects_an_unknown_activation() -> None:
         ValueError, match="activation is 'tanh'; it must be one of none, relu, gelu"
     ):
         matmul.matmul(a, a.t().contiguous(), "tanh")
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("tma", [True, False], ids=["tma", "pointers"])
+def test_nan_and_infinity_pass_through_the_activation_as_in_pytorch(
+    activation: str, tma: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not tma:
+        monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    # Row 0 of A holds a NaN, row 1 a +inf (its products have one sign per column of B),
+    # so whole rows of C are NaN or infinite.
+    a, b = half(32, 16), half(16, 48)
+    a[0, 3], a[1, 5], b[5] = float("nan"), float("inf"), b[5].abs() + 0.5
+    out = matmul.matmul(a, b, activation)
+    reference = matmul.torch_matmul(a.double(), b.double(), activation)
+    assert torch.equal(out.isnan(), reference.isnan())
+    assert torch.equal(out.isposinf(), reference.isposinf())
+    finite = reference.isfinite()
+    assert_close_to_float64(out[finite], reference[finite], torch.float16)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_gelu_of_large_values_overflows_nothing(dtype: torch.dtype) -> None:
+    # exp(-2z) of a large negative z overflows: the interpreter would warn.
+    a, b = randn(16, 16, dtype=dtype, seed=5) * 30, randn(16, 16, dtype=dtype, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = matmul.matmul(a, b, "gelu")
+    reference = matmul.torch_matmul(a.double(), b.double(), "gelu")
+    assert_close_to_float64(out, reference, dtype)
+
+
+# Operands of a (40 x 64) @ (64 x 48) product in each layout, as (a, b) of the given
+# dtype. Rows of 64 and 48 half-precision values are multiples of 16 bytes, so the
+# descriptor kernel takes every layout but "sliced-odd", whose columns are 3 apart.
+LAYOUTS: dict[str, Callable[[torch.dtype], tuple[torch.Tensor, torch.Tensor]]] = {
+    "a-b": lambda dtype: (half(40, 64, dtype=dtype), half(64, 48, dtype=dtype)),
+    "a.t()": lambda dtype: (half(64, 40, dtype=dtype).t(), half(64, 48, dtype=dtype)),
+    "b.t()": lambda dtype: (half(40, 64, dtype=dtype), half(48, 64, dtype=dtype).t()),
+    "a.t()-b.t()": lambda dtype: (half(64, 40, dtype=dtype).t(), half(48, 64, dtype=dtype).t()),
+    "sliced": lambda dtype: (
+        half(50, 96, dtype=dtype)[5:45, 16:80], half(64, 72, dtype=dtype)[:, 8:56]
+    ),
+    "sliced-odd": lambda dtype: (
+        half(80, 200, dtype=dtype)[::2, 5:197:3], half(128, 150, dtype=dtype)[::2, 1:145:3]
+    ),
+}  # fmt: skip
+
+
+def _as_descriptors_see_them(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return tuple(t.t() if matmul.transposed(t) else t for t in (a, b))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize(
+    ("layout", "tma"),
+    [
+        (layout, tma)
+        for layout in LAYOUTS
+        for tma in (True, False)
+        if layout != "sliced-odd" or not tma
+    ],
+    ids=lambda value: {True: "tma", False: "pointers"}.get(value, value),
+)
+def test_every_layout_matches_float64_without_a_copy(
+    layout: str, dtype: torch.dtype, tma: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = LAYOUTS[layout](dtype)
+    assert a.shape == (40, 64) and b.shape == (64, 48)
+    assert matmul.tma_applies(*_as_descriptors_see_them(a, b)) == (layout != "sliced-odd")
+    if not tma:
+        monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    # The launcher must read the operands in place: a copy would show as a call to
+    # Tensor.contiguous (or clone) on the way to the kernel.
+    copies = []
+    for name in ("contiguous", "clone"):
+        original = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor,
+            name,
+            lambda self, *args, _f=original, **kw: copies.append(1) or _f(self, *args, **kw),
+        )
+    out = matmul.matmul(a, b, "relu")
+    monkeypatch.undo()
+    assert not copies
+    reference = matmul.torch_matmul(a.double(), b.double(), "relu")
+    assert_close_to_float64(out, reference, dtype)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["b", "w.t()"])
+@pytest.mark.parametrize("m", [1, 3, 8, 16, 33])
+def test_few_rows_match_float64(m: int, transposed: bool) -> None:
+    # A decoding step: a few rows against a weight, stored as nn.Linear stores it or not.
+    a = randn(m, 96, dtype=torch.bfloat16, seed=m)
+    weight = randn(80, 96, dtype=torch.bfloat16, seed=7)
+    b = weight.t() if transposed else weight.t().contiguous()
+    assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.bfloat16)
+
+
+@pytest.fixture
+def fresh_autotune_cache():
+    """Empty autotune caches, so that what a test launches is tuned afresh and the
+    caches hold only its keys."""
+    for kernel in TUNED_KERNELS:
+        kernel.cache.clear()
+    launch._chosen.clear()  # launch_tuned's own record of the autotuners' choices
+    yield
+    for kernel in TUNED_KERNELS:
+        kernel.cache.clear()
+    launch._chosen.clear()
+
+
+@pytest.mark.parametrize(
+    "config",
+    matmul.HOPPER_CONFIGS + matmul.SKINNY_CONFIGS,
+    ids=lambda c: "x".join(str(c.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")),
+)
+def test_each_candidate_tile_gives_the_product(
+    config, monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    # Each candidate in turn on both kernels, with a transposed operand (whose descriptor
+    # tile is transposed too): the pruning keeps only that candidate, on a GPU as in the
+    # interpreter, so the autotuner launches it and times nothing.
+    for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
+        monkeypatch.setattr(
+            kernel,
+            "early_config_prune",
+            lambda configs, named_args, **kwargs: [c for c in configs if c.kwargs == config.kwargs],
+        )
+    a, b = randn(24, 64, dtype=torch.float16, seed=1), randn(40, 64, dtype=torch.float16).t()
+    reference = a.double() @ b.double()
+    assert matmul.tma_applies(*_as_descriptors_see_them(a, b))
+    assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
+    monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
+    for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
+        assert [chosen.kwargs for chosen in kernel.cache.values()] == [config.kwargs]
+
+
+def _tile_rows(configs: list) -> list[int]:
+    return sorted({config.kwargs["BLOCK_M"] for config in configs})
+
+
+def test_few_rows_get_short_tiles_and_many_rows_tall_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the autotuner would time on a GPU, by M rounded up to a power of two.
+    monkeypatch.setattr(matmul, "interpreted", lambda: False)
+    configs = matmul.tuned_matmul_tma_kernel.configs
+
+    def rows(m_bucket: int) -> list[int]:
+        return _tile_rows(matmul._candidates(configs, {"M_BUCKET": m_bucket}))
+
+    assert rows(1) == rows(16) == [16]
+    assert rows(32) == [16, 32]
+    assert rows(64) == [16, 32, 64]
+    assert rows(128) == [64, 128]
+    assert rows(4096) == [64, 128, 256]
+    assert len(matmul._candidates(configs, {"M_BUCKET": 4096})) == len(matmul.HOPPER_CONFIGS)
+
+
+def test_autotune_key_separates_dtypes_layouts_activations_and_sizes_of_m(
+    fresh_autotune_cache,
+) -> None:
+    weight = half(48, 64)
+    calls = [
+        (half(40, 64), weight.t().contiguous(), "none"),
+        (half(40, 64, dtype=torch.bfloat16), weight.t().contiguous().bfloat16(), "none"),
+        (half(40, 64), weight.t(), "none"),
+        (half(64, 40).t(), weight.t(), "none"),
+        (half(40, 64), weight.t(), "gelu"),
+        (half(3, 64), weight.t(), "none"),
+        # 33 rows round up to 64, like 40: the same key as the third call.
+        (half(33, 64), weight.t(), "none"),
+    ]
+    for a, b, activation in calls:
+        assert matmul.tma_applies(*_as_descriptors_see_them(a, b), half(a.shape[0], 48))
+        matmul.matmul(a, b, activation)
+    keys = list(matmul.tuned_matmul_tma_kernel.cache)
+    assert len(keys) == len(calls) - 1
+    # (M rounded up, N, K, A transposed, B transposed, activation, dtype)
+    assert keys[0] == (64, 48, 64, False, False, "none", matmul.TRITON_DTYPES[torch.float16])
+    assert keys[1][-1] == matmul.TRITON_DTYPES[torch.bfloat16] and keys[1][:-1] == keys[0][:-1]
+    assert keys[2][3:5] == (False, True) and keys[3][3:5] == (True, True)
+    assert keys[4][5] == "gelu" and keys[5][0] == 4
+
+
+def _reference_gradients(
+    a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor, activation: str
+) -> tuple[torch.Tensor, ...]:
+    a64 = a.detach().double().requires_grad_()
+    b64 = b.detach().double().requires_grad_()
+    out = matmul.torch_matmul(a64, b64, activation)
+    out.backward(grad.double())
+    return out, a64.grad, b64.grad
+
+
+@pytest.mark.parametrize("layout", ["a-b", "b.t()", "a.t()-b.t()", "sliced-odd"])
+@pytest.mark.parametrize("activation", matmul.ACTIVATIONS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_gradients_through_the_kernels_match_float64(
+    dtype: torch.dtype, activation: str, layout: str
+) -> None:
+    # The kernels take float16 and bfloat16 only, so the gradients are compared with
+    # float64 ones at those types' tolerance (the formulas alone: the gradcheck below).
+    a, b = (t.requires_grad_() for t in LAYOUTS[layout](dtype))
+    grad = randn(40, 48, dtype=dtype, seed=9)
+    out = matmul.matmul(a, b, activation)
+    assert isinstance(out.grad_fn, matmul.MatmulFunction._backward_cls)
+    out.backward(grad)
+    references = _reference_gradients(a, b, grad, activation)
+    for mine, reference in zip((out, a.grad, b.grad), references, strict=True):
+        assert mine.dtype == dtype
+        assert_close_to_float64(mine, reference, dtype)
+
+
+@pytest.mark.parametrize("activation", matmul.ACTIVATIONS)
+def test_the_backward_formulas_pass_gradcheck_in_float64(
+    activation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MatmulFunction with PyTorch's float64 product in place of the kernel (which takes
+    # half precision only): its derivatives, transposes and activation gradients are
+    # checked against finite differences.
+    monkeypatch.setattr(matmul, "matmul", matmul.torch_matmul)
+    a = randn(5, 7, dtype=torch.float64, seed=1).requires_grad_()
+    b = randn(6, 7, dtype=torch.float64, seed=2).t().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda a, b: matmul.MatmulFunction.apply(a, b, activation), (a, b)
+    )
+
+
+def test_only_the_gradients_asked_for_are_computed_and_a_broadcast_gradient_works() -> None:
+    a, weight = half(40, 64), half(48, 64).requires_grad_()
+    # out.sum() sends back a gradient of ones with strides (0, 0): no descriptor takes it.
+    out = matmul.matmul(a, weight.t(), "relu")
+    out.float().sum().backward()
+    assert a.grad is None
+    _, _, reference = _reference_gradients(a, weight.t(), torch.ones(40, 48, device=DEVICE), "relu")
+    assert_close_to_float64(weight.grad, reference.t(), torch.float16)
+
+
+def test_relu_gradient_passes_through_nan_as_in_pytorch() -> None:
+    a, b = half(16, 16).requires_grad_(), half(16, 16)
+    with torch.no_grad():
+        a[0, 0] = float("nan")
+    matmul.matmul(a, b, "relu").backward(torch.ones(16, 16, dtype=torch.float16, device=DEVICE))
+    a_ref = a.detach().clone().requires_grad_()
+    torch.relu(a_ref @ b).backward(torch.ones(16, 16, dtype=torch.float16, device=DEVICE))
+    assert torch.equal(a.grad.isnan(), a_ref.grad.isnan())
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_a_second_derivative_is_refused_with_an_activation_too(activation: str) -> None:
+    a, b = (
+        half(16, 32).requires_grad_(),
+        randn(32, 16, dtype=torch.float16, seed=1).requires_grad_(),
+    )
+    (grad_a,) = torch.autograd.grad(
+        matmul.matmul(a, b, activation).float().pow(2).sum(), a, create_graph=True
+    )
+    with pytest.raises(RuntimeError, match=r"^matmul has no second derivative"):
+        grad_a.sum().backward()
+
+
+def test_gradients_are_laid_out_as_their_operands() -> None:
+    # As PyTorch's product does: the weight of x @ weight.t() gets a contiguous gradient,
+    # which autograd then stores without a copy.
+    x, weight = half(64, 40).t().requires_grad_(), half(48, 64).requires_grad_()
+    matmul.matmul(x, weight.t()).backward(torch.ones(40, 48, dtype=torch.float16, device=DEVICE))
+    x_ref, weight_ref = (t.detach().clone().requires_grad_() for t in (x, weight))
+    (x_ref @ weight_ref.t()).backward(torch.ones(40, 48, dtype=torch.float16, device=DEVICE))
+    assert weight.grad.stride() == weight_ref.grad.stride() == weight.stride()
+    assert x.grad.stride() == x_ref.grad.stride()
+
+
+def test_a_descriptor_built_without_checks_equals_triton_s() -> None:
+    a = randn(24, 64, dtype=torch.float16)
+    for matrix in (a, randn(64, 40, dtype=torch.float16).t().t(), a[:, :32]):
+        assert matmul._descriptor(matrix) == TensorDescriptor.from_tensor(matrix, [1, 1])
+        assert type(matmul._descriptor(matrix)) is TensorDescriptor
+
+
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["a@b", "a@w.t()"])
+def test_the_persistent_kernel_gives_the_product(
+    b_transposed: bool, monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    # More tiles than programs (the interpreter runs four): each program takes several
+    # tiles in turn, and the last takes fewer.
+    monkeypatch.setattr(matmul, "PERSISTENT_MIN_OUTPUT", 0)
+    a = randn(70, 64, dtype=torch.float16, seed=1)
+    w = randn(40, 64, dtype=torch.float16)
+    b = w.t() if b_transposed else w.t().contiguous()
+    out = matmul.matmul(a, b, "relu")
+    assert_close_to_float64(out, torch.relu(a.double() @ b.double()), torch.float16)
+    assert matmul.tuned_matmul_tma_persistent_kernel.cache

@@ -8,18 +8,23 @@ from pathlib import Path
 import pytest
 from records import CEILING, X, sample, sample_doc
 
-from kernels import measurements
+from kernels import launch_cost, measurements
 from kernels.bench import discover, load_current
+from kernels.launch_record import load_current_launch_overhead
 
 FILES = sorted(measurements.MEASUREMENTS_DIR.glob("*.json"))
 BENCHMARKS = discover()
+LAUNCH_OVERHEAD_FILE = measurements.path_for(measurements.LAUNCH_OVERHEAD)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_recorded_file_follows_the_contract(path: Path) -> None:
     record = measurements.read(path)
     assert record.benchmark == path.stem
-    assert record.ceiling.name in {"device copy", "cuBLAS bf16 matmul"}
+    if isinstance(record, measurements.LaunchOverhead):
+        assert record.metric == "us"
+    else:
+        assert record.ceiling.name in {"device copy", "cuBLAS bf16 matmul"}
     assert "NVIDIA" in record.environment["gpu"], "recorded files come from GPU runs"
 
 
@@ -35,6 +40,18 @@ def test_each_benchmark_has_a_record_of_its_current_code_and_spec(name: str) -> 
     assert record.ceiling.name == expected_ceiling
 
 
+@pytest.mark.xfail(
+    not LAUNCH_OVERHEAD_FILE.exists(),
+    reason="launch_overhead.json is first recorded by a GPU run: nox -s bench -- launch_overhead",
+    raises=measurements.MeasurementError,
+    strict=True,
+)
+def test_the_launch_overhead_record_is_of_the_current_code_and_launchers() -> None:
+    record = load_current_launch_overhead()  # raises if the code changed since it was recorded
+    assert record.x == tuple(launch_cost.LAUNCHERS)
+    assert record.details["timing"]["calls"] == launch_cost.CALLS
+
+
 def test_every_record_comes_from_one_build_of_one_commit() -> None:
     records = [measurements.read(path) for path in FILES]
     assert len({record.code.commit for record in records}) == 1
@@ -43,7 +60,7 @@ def test_every_record_comes_from_one_build_of_one_commit() -> None:
 
 
 def test_every_recording_belongs_to_a_benchmark() -> None:
-    assert {path.stem for path in FILES} <= set(BENCHMARKS)
+    assert {path.stem for path in FILES} <= {*BENCHMARKS, measurements.LAUNCH_OVERHEAD}
 
 
 def test_a_record_round_trips_through_its_file(

@@ -6,6 +6,7 @@ import triton
 from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
 from kernels import softmax
+from kernels.bench import check
 from kernels.launch import resident_programs
 
 
@@ -27,7 +28,8 @@ def test_prefetch_path_for_32k_rows(n_cols: int) -> None:
     # More rows than programs, so each program prefetches past its first row, and one
     # program's last prefetch falls past the last row.
     assert softmax.PREFETCH_FROM <= triton.next_power_of_2(n_cols) <= softmax.MAX_FUSED_COLS
-    n_rows = 5
+    # (5 rows in the interpreter; on a GPU, one more than its resident programs.)
+    n_rows = resident_programs(2**31, softmax.PREFETCH_WARPS, DEVICE) + 1
     assert resident_programs(n_rows, softmax.PREFETCH_WARPS, DEVICE) < n_rows
     x = randn(n_rows, n_cols, seed=n_cols)
     assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
@@ -38,9 +40,12 @@ def test_prefetch_path_for_32k_rows(n_cols: int) -> None:
     [softmax.MAX_FUSED_COLS + 4465, softmax.MAX_FUSED_COLS + softmax.LOOP_BLOCK],
     ids=["odd", "whole-tiles"],
 )
-def test_looped_path_for_rows_longer_than_one_tile(n_cols: int) -> None:
-    x = randn(2, n_cols) * 10
-    assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), torch.float32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_looped_path_for_rows_longer_than_one_tile(n_cols: int, dtype: torch.dtype) -> None:
+    # Three rows: with an odd length, each starts at another offset from a 16-byte
+    # boundary, so the three-part walk meets heads and tails of several lengths.
+    x = randn(3, n_cols, dtype=dtype) * 10
+    assert_close_to_float64(softmax.softmax(x), torch.softmax(x.double(), dim=-1), dtype)
 
 
 def test_large_values_do_not_overflow() -> None:
@@ -68,3 +73,67 @@ def test_no_rows_gives_an_empty_result() -> None:
 def test_rejects_bad_input(make, error, message) -> None:
     with pytest.raises(error, match=message):
         softmax.softmax(make())
+
+
+def softmax_grad_and_float64_reference(x: torch.Tensor, dy: torch.Tensor):
+    """The gradient of x through the Triton softmax, and PyTorch's in float64."""
+    leaf = x.detach().requires_grad_()
+    softmax.softmax(leaf).backward(dy)
+    leaf64 = x.detach().double().requires_grad_()
+    torch.softmax(leaf64, dim=-1).backward(dy.double())
+    return leaf.grad, leaf64.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (7, 781), (5, 1024), (3, 2, 1025)], ids=["1x1", "odd-row", "fills-tile", "3d"]
+)
+def test_backward_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    # bfloat16 is left to the harness check below: the interpreter rounds it by truncation.
+    x, dy = randn(*shape, dtype=dtype, seed=1), randn(*shape, dtype=dtype, seed=2)
+    grad, reference = softmax_grad_and_float64_reference(x, dy)
+    assert grad.shape == x.shape and grad.dtype == dtype
+    if shape[-1] == 1:
+        # A row of one value has softmax 1 whatever the value: the exact gradient is 0.
+        assert (grad == 0).all()
+    else:
+        assert_close_to_float64(grad, reference, dtype)
+
+
+@pytest.mark.parametrize(
+    "n_cols",
+    [
+        softmax.BACKWARD_MAX_FUSED_COLS + 4465,
+        2 * softmax.BACKWARD_LOOP_BLOCK + softmax.BACKWARD_MAX_FUSED_COLS,
+    ],
+    ids=["odd", "whole-tiles"],
+)
+def test_backward_of_long_rows_takes_the_looped_kernel(n_cols: int) -> None:
+    assert n_cols > softmax.BACKWARD_MAX_FUSED_COLS
+    x, dy = randn(2, n_cols, seed=3) * 10, randn(2, n_cols, seed=4)
+    grad, reference = softmax_grad_and_float64_reference(x, dy)
+    assert_close_to_float64(grad, reference, torch.float32)
+
+
+@pytest.mark.parametrize("looped", [False, True], ids=["one-tile", "looped"])
+def test_gradcheck(looped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if looped:
+        # Rows of 37 values in tiles of 16: two whole tiles and a partial one.
+        monkeypatch.setattr(softmax, "BACKWARD_MAX_FUSED_COLS", 8)
+        monkeypatch.setattr(softmax, "BACKWARD_LOOP_BLOCK", 16)
+    for n_cols in (37, 32):
+        x = randn(4, n_cols, dtype=torch.float64, seed=n_cols).requires_grad_()
+        assert torch.autograd.gradcheck(softmax.softmax, (x,))
+
+
+@pytest.mark.parametrize("n_cols", softmax.BACKWARD_BENCHMARK.interpreter_sizes)
+def test_backward_benchmark_passes_the_harness_check(n_cols: int) -> None:
+    result = check(softmax.BACKWARD_BENCHMARK, n_cols)
+    assert result.relative_error <= result.tolerance
+
+
+def test_without_a_gradient_no_graph_is_recorded() -> None:
+    x = randn(3, 5).requires_grad_()
+    with torch.no_grad():
+        assert softmax.softmax(x).grad_fn is None
+    assert softmax.softmax(x).grad_fn is not None

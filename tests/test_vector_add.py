@@ -1,10 +1,14 @@
-"""The vector-add kernel against float64 references, and every bad input it must reject."""
+"""The vector-add kernel against float64 references, its gradients, and every bad input it
+must reject (an ``out`` that overlaps an input among them)."""
+
+import re
 
 import pytest
 import torch
 
 from kernels import vector_add
 from kernels.bench import RELATIVE_TOLERANCE, relative_error
+from kernels.compiler_output import compile_for_gpu
 from kernels.runtime import interpreted, kernel_device
 
 SIZES = [1, 127, 1024, 1025, 98432]
@@ -100,3 +104,73 @@ def test_rejects_something_that_is_not_a_tensor() -> None:
     x, _ = random_pair(4, torch.float32)
     with pytest.raises(TypeError, match=r"y must be a torch.Tensor, got list"):
         vector_add.add(x, [1.0, 2.0, 3.0, 4.0])
+
+
+def test_gradient_of_both_inputs_is_the_output_gradient() -> None:
+    x, y = (t.requires_grad_() for t in random_pair(1000, torch.float32))
+    out = vector_add.add(x, y)
+    assert out.grad_fn is not None
+    dout = random_pair(1000, torch.float32, seed=1)[0]
+    out.backward(dout)
+    assert torch.equal(x.grad, dout) and torch.equal(y.grad, dout)
+
+
+def test_gradient_of_one_input() -> None:
+    x, y = random_pair(50, torch.float32)
+    x.requires_grad_()
+    vector_add.add(x, y).sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x)) and y.grad is None
+
+
+def test_out_may_be_an_input_itself() -> None:
+    x, y = random_pair(3000, torch.float32)
+    expected = x + y
+    assert vector_add.add(x, y, out=x) is x
+    torch.testing.assert_close(x, expected)
+
+
+@pytest.mark.parametrize(("start", "name"), [(1, "x"), (-1, "x"), (4097, "y")])
+def test_rejects_an_out_that_partly_overlaps_an_input(start: int, name: str) -> None:
+    buffer = torch.zeros(3 * 4096, device=DEVICE)
+    x, y = buffer[4096:8192], torch.ones(4096, device=DEVICE)
+    if name == "y":
+        x, y = y, buffer[:4096]
+    out = buffer[4096 + start : 8192 + start] if name == "x" else buffer[start - 4096 : start]
+    with pytest.raises(ValueError, match=rf"^out overlaps {name} in memory"):
+        vector_add.add(x, y, out=out)
+
+
+def test_an_out_beside_an_input_in_one_buffer_is_fine() -> None:
+    buffer = torch.ones(2048, device=DEVICE)
+    x, out = buffer[:1024], buffer[1024:]
+    vector_add.add(x, x.clone(), out=out)
+    assert torch.equal(out, torch.full_like(out, 2.0)) and torch.equal(x, torch.ones_like(x))
+
+
+@pytest.mark.parametrize("name", ["x", "y", "out"])
+def test_out_refuses_tensors_that_need_a_gradient(name: str) -> None:
+    tensors = dict(zip(("x", "y"), random_pair(16, torch.float32), strict=True))
+    tensors["out"] = torch.empty(16, device=DEVICE)
+    tensors[name].requires_grad_()
+    with pytest.raises(RuntimeError, match=rf"^{name} requires grad, but add with out= records"):
+        vector_add.add(**tensors)
+    with torch.no_grad():
+        vector_add.add(**tensors)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_full_tiles_load_vectors_whatever_the_length(dtype: str) -> None:
+    # Compiled for an H200 as a launch with an odd length is: the pointers aligned, the
+    # length not a multiple of 16. add_kernel then loads one element at a time; the
+    # launcher's kernel loads its full tiles 16 bytes at a time and only the tail singly.
+    signature = {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "out_ptr": f"*{dtype}",
+                 "n_elements": "i32", "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    aligned = ("x_ptr", "y_ptr", "out_ptr")
+
+    def loads(kernel: str) -> set[str]:
+        ptx = compile_for_gpu(f"kernels.vector_add:{kernel}", signature, {"BLOCK_SIZE": 1024},
+                              divisible_by_16=aligned)["ptx"]  # fmt: skip
+        return set(re.findall(r"ld\.global[.\w]*", ptx))
+
+    assert "ld.global.v4.b32" not in loads("add_kernel")
+    assert "ld.global.v4.b32" in loads("add_tail_apart_kernel")

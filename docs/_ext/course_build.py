@@ -93,11 +93,12 @@ def _is_figure_call(node: ast.AST) -> bool:
 
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
-    imports (directly or not), the records of the benchmarks those modules declare or
-    that the code names as a string, and the catalog of the phrases it prints in the
-    build's language (kernels/locales/<language>.po), if it has one."""
+    imports (directly or not), the records those modules can draw (see
+    :func:`kernels.bench.records_of`) or that the code names as a string, and the
+    catalog of the phrases it prints in the build's language
+    (kernels/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
-    records = {spec.name for spec in bench.discover().values() if spec.module in modules}
+    records = bench.records_of(modules)
     records |= {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
     paths = [fingerprint.module_path(module) for module in modules]
     paths += [measurements.path_for(name) for name in sorted(records)]

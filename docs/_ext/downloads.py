@@ -14,6 +14,7 @@ import json
 import re
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,24 @@ from sphinx.config import Config
 from sphinx.directives.code import LiteralIncludeReader
 
 from quiz.bank import load_bank
-from quiz.directive import LETTERS
+from quiz.directive import LETTERS, bank_path
 
-ROOT = Path(__file__).resolve().parents[2]
-QUIZ_DIR = ROOT / "quiz"
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a build's sources are, for what a download writes out: ``srcdir`` is what an
+    absolute ``literalinclude`` path starts from, ``bank_dir`` (under it) the folder of
+    the quiz banks, as the directives themselves read them."""
+
+    srcdir: Path
+    bank_dir: str
+    config: Config
+
+    @classmethod
+    def of(cls, app: Sphinx) -> "Sources":
+        """The sources of the build that ``app`` runs."""
+        return cls(Path(app.srcdir), app.config.quiz_bank_dir, app.config)
+
 
 # A directive in reStructuredText, with the indentation it sits at and its option lines.
 _DIRECTIVE = re.compile(
@@ -55,16 +70,17 @@ plt.show()
 """
 
 
-def included_code(path: str, options: dict[str, str], config: Config) -> str:
+def included_code(path: str, options: dict[str, str], sources: Sources) -> str:
     """What ``.. literalinclude:: path`` with ``options`` shows, read as Sphinx reads it."""
-    code, _ = LiteralIncludeReader(str(ROOT / path.lstrip("/")), options, config).read()
+    full = sources.srcdir / path.lstrip("/")
+    code, _ = LiteralIncludeReader(str(full), options, sources.config).read()
     return code
 
 
-def quiz_text(name: str) -> str:
+def quiz_text(name: str, sources: Sources) -> str:
     """A bank's questions and options as reStructuredText, in the page's order; the
     answers open on the page."""
-    bank = load_bank(QUIZ_DIR / f"{name}.yaml")
+    bank = load_bank(bank_path(sources.srcdir, sources.bank_dir, name))
     lines = ["The quiz (open the answers on this example's page):", ""]
     for number, question in enumerate(bank.questions, 1):
         lines += [f"{number}. {' '.join(question.question.split())}", ""]
@@ -75,7 +91,7 @@ def quiz_text(name: str) -> str:
     return "\n".join(lines)
 
 
-def expand_directives(rst: str, config: Config, *, fenced: bool) -> str:
+def expand_directives(rst: str, sources: Sources, *, fenced: bool) -> str:
     """``rst`` with each literalinclude replaced by the code it includes (a code block,
     or a Markdown fence if ``fenced``) and each quiz by its questions."""
 
@@ -83,9 +99,9 @@ def expand_directives(rst: str, config: Config, *, fenced: bool) -> str:
         indent = match.group("indent")
         options = dict(_OPTION.findall(match.group("options")))
         if match.group("name") == "quiz":
-            body = quiz_text(match.group("argument"))
+            body = quiz_text(match.group("argument"), sources)
         else:
-            code = included_code(match.group("argument"), options, config).rstrip("\n")
+            code = included_code(match.group("argument"), options, sources).rstrip("\n")
             if fenced:
                 body = f"```python\n{code}\n```"
             else:
@@ -105,14 +121,14 @@ def installed_imports(code: str) -> str:
     return _COURSE_IMPORT.sub(r"\1from ninja_gap.\2", code)
 
 
-def whole_script(source: str, config: Config) -> str:
+def whole_script(source: str, sources: Sources) -> str:
     """A gallery script as a reader downloads it: directives in its prose expanded, what
     the page displays printed, figures saved at the end."""
     out, block = [], []
     docstring = _DOCSTRING.match(source)
     if docstring:
         # The docstring is prose too; included code must not end it early.
-        body = expand_directives(docstring.group(1), config, fenced=False)
+        body = expand_directives(docstring.group(1), sources, fenced=False)
         out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
         source = source[docstring.end() :].removeprefix("\n")
 
@@ -120,7 +136,7 @@ def whole_script(source: str, config: Config) -> str:
         # A run of comment lines is prose: expand it without the "# " and put it back.
         if block:
             text = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in block)
-            expanded = expand_directives(text + "\n", config, fenced=False)
+            expanded = expand_directives(text + "\n", sources, fenced=False)
             out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
             block.clear()
 
@@ -139,13 +155,13 @@ def whole_script(source: str, config: Config) -> str:
     return script if script.endswith(SAVE_FIGURES) else f"{script}\n\n{SAVE_FIGURES}"
 
 
-def whole_notebook(source: str, config: Config) -> str:
+def whole_notebook(source: str, sources: Sources) -> str:
     """A gallery notebook as a reader downloads it: directives in its Markdown cells
     expanded."""
     notebook = json.loads(source)
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
-            text = expand_directives("".join(cell["source"]), config, fenced=True)
+            text = expand_directives("".join(cell["source"]), sources, fenced=True)
             cell["source"] = text.splitlines(keepends=True)
         elif cell["cell_type"] == "code":
             cell["source"] = installed_imports("".join(cell["source"])).splitlines(keepends=True)
@@ -163,13 +179,12 @@ def _rewrite_zip(data: bytes, rewrite: Callable[[str, str], str]) -> bytes:
     return out.getvalue()
 
 
-def rewrite_download(path: Path, config: Config) -> None:
+def rewrite_download(path: Path, sources: Sources) -> None:
     """Make one downloadable file of the gallery whole, in place."""
 
     def rewrite(name: str, text: str) -> str:
-        return (
-            whole_notebook(text, config) if name.endswith(".ipynb") else whole_script(text, config)
-        )
+        whole = whole_notebook if name.endswith(".ipynb") else whole_script
+        return whole(text, sources)
 
     if path.suffix == ".zip":
         path.write_bytes(_rewrite_zip(path.read_bytes(), rewrite))
@@ -191,7 +206,7 @@ def make_downloads_whole(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     for path in gallery_downloads(Path(app.outdir)):
-        rewrite_download(path, app.config)
+        rewrite_download(path, Sources.of(app))
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
