@@ -198,11 +198,12 @@ fp16_table
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm_backward_kernel
 #
-# The work on one tile of rows is in two helpers. ``_tile`` gives the tile's offsets
-# and mask, built as in the forward kernel:
+# The work on one tile of rows is in two helpers. ``row_tile``, which LayerNorm's
+# backward kernel shares, finds the tile: its rows, their mask, and the tile's mask and
+# offsets, built as in the forward kernel (RMSNorm uses the last two):
 #
-# .. literalinclude:: /kernels/rms_norm.py
-#    :pyobject: _tile
+# .. literalinclude:: /kernels/row_tiles.py
+#    :pyobject: row_tile
 #
 # ``_backward_tile`` recomputes each row's ``inv_rms``, writes the tile's ``dx``
 # (``_input_gradient`` is the formula above) and adds the tile's share of ``dweight``:

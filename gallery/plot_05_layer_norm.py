@@ -94,12 +94,9 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
 #
-# The work on one tile of rows is in two helpers. ``_row_tile`` finds the tile: its
-# rows, their mask (to load each row's ``mean`` and ``rstd``), and the tile's mask and
-# offsets:
-#
-# .. literalinclude:: /kernels/layer_norm.py
-#    :pyobject: _row_tile
+# The work on one tile of rows is in two helpers. ``row_tile`` finds the tile, as in
+# RMSNorm's backward pass (``kernels/row_tiles.py``); here the rows and their mask also
+# load each row's ``mean`` and ``rstd``.
 #
 # ``_backward_tile`` rebuilds ``x_hat`` from the stored ``mean`` and ``rstd``, writes the
 # tile's ``dx`` and adds the tile's shares of ``dweight`` and ``dbias``:

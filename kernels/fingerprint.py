@@ -163,7 +163,12 @@ def commit() -> str:
     """The commit of the working tree: ``$NINJA_GAP_COMMIT`` if set, else git's HEAD
     (with ``-dirty`` when files under ``kernels/`` differ from it), else ``unknown``."""
     if os.environ.get(COMMIT_VARIABLE):
-        return os.environ[COMMIT_VARIABLE]
+        given = os.environ[COMMIT_VARIABLE]
+        # A full hash (git rev-parse HEAD) is written as git's short form, as below: the
+        # records and the captions that quote them use twelve characters.
+        if len(given) == 40 and all(c in "0123456789abcdef" for c in given):
+            return given[:12]
+        return given
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],

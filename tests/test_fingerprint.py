@@ -1,6 +1,8 @@
 """What a code fingerprint reads: code that runs, not how it is commented or how an
 import of the package is spelled."""
 
+import pytest
+
 from kernels import fingerprint
 
 
@@ -22,3 +24,14 @@ def test_an_installed_module_name_has_the_same_digests() -> None:
         fingerprint.code_digests("kernels.vector_add")
     )
     assert "kernels/vector_add.py" in fingerprint.code_digests("kernels.vector_add")
+
+
+def test_a_full_hash_given_for_the_commit_is_written_in_git_s_short_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Records quote the commit in captions: a 40-character hash widened a narrow page.
+    full = "5f0b5f1a9f532e9daa2e7b377a8c73524f0c9ffa"
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, full)
+    assert fingerprint.commit() == full[:12]
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "test")
+    assert fingerprint.commit() == "test"
