@@ -28,6 +28,7 @@ extensions = [
     "quiz",
     "course_build",
     "downloads",
+    "editions",
 ]
 
 root_doc = "docs/index"
@@ -41,13 +42,16 @@ exclude_patterns = [
 ]
 templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static"]
-# The pages live under docs/; this sends a visitor of the site root to the home page.
+# The pages live under docs/; this sends a visitor of an edition's root to its home page.
 html_extra_path = ["docs/_extra"]
 html_css_files = ["ninja-gap.css"]
 html_js_files = ["quiz-search.js"]
 
-language = "en"
+# The edition: English (the source) or a translation from the catalogs in docs/locales/
+# (nox -s docs builds each into _build/html/<language>/; see docs/_ext/editions.py).
+language = os.environ.get("NINJA_GAP_LANGUAGE") or "en"
 locale_dirs = ["docs/locales/"]
+# A catalog per page (docs/locales/ru/LC_MESSAGES/docs/lessons/01_intro.po), not per folder.
 gettext_compact = False
 
 html_theme = "pydata_sphinx_theme"
@@ -60,6 +64,8 @@ html_context = {"default_mode": "auto"}
 html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # The same page in the other language, first in the top bar's right end.
+    "navbar_end": ["language-switcher", "theme-switcher", "navbar-icon-links"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

@@ -21,7 +21,12 @@ nox.options.reuse_venv = "yes"
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 BUILD_DIR = "_build/html"
-SPHINX_ARGS = ["-W", "--keep-going", "-b", "html", ".", BUILD_DIR]
+# The site's editions, each a whole site in BUILD_DIR/<language>/; the first measures.
+EDITIONS = ("en", "ru")
+# The catalogs of the translations (docs/_ext/editions.py; docs/guides/contributing.md).
+LOCALE_DIR = "docs/locales"
+# The site's root page, which leads to the first edition's home page.
+SITE_ROOT = "docs/_root/index.html"
 # Written into each measurement file, so that it says how it was made.
 COMMAND = {"NINJA_GAP_COMMAND": shlex.join(["nox", *sys.argv[1:]])}
 # Machines without a GPU get torch's CPU build: our machines keep it on local disk, and a
@@ -53,19 +58,55 @@ def python(session: nox.Session) -> str:
     return sys.executable if session.venv_backend == "none" else "python"
 
 
+def sphinx_args(builder: str, language: str, out: str) -> list[str]:
+    """sphinx-build's arguments for one edition: warnings are errors, and each edition
+    keeps its own doctrees (and so its own record of what changed)."""
+    return ["-m", "sphinx", "-W", "--keep-going", "-b", builder,
+            "-d", f"_build/doctrees/{language}", ".", out]  # fmt: skip
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the site into _build/html with warnings as errors (measures on a GPU).
+    """Build the site, every edition, into _build/html with warnings as errors.
 
-    ``nox -s docs -- --draft``: a benchmark with no record, or a stale one, is drawn as a
-    labelled "not measured yet" placeholder instead of failing the build. Other
-    arguments go to sphinx-build.
+    The English edition goes to _build/html/en/ (measuring on a GPU), then the Russian
+    one to _build/html/ru/ from the records the first build wrote (its examples run
+    again, to print in Russian, without measuring). ``nox -s docs -- --draft``: a
+    benchmark with no record, or a stale one, is drawn as a labelled "not measured yet"
+    placeholder instead of failing the build. Other arguments go to sphinx-build.
     """
     install(session, "docs")
     args = [arg for arg in session.posargs if arg != "--draft"]
     env = {**COMMAND, "NINJA_GAP_DRAFT": "1" if "--draft" in session.posargs else "0"}
-    session.run(python(session), "-m", "sphinx", *SPHINX_ARGS, *args, env=env)
-    session.log(f"Open {BUILD_DIR}/docs/index.html")
+    for language in EDITIONS:
+        edition = {**env, "NINJA_GAP_LANGUAGE": language}
+        if language != EDITIONS[0]:
+            # Measured once: the other editions draw the records the first just wrote.
+            edition["NINJA_GAP_MEASURE"] = "0"
+        out = f"{BUILD_DIR}/{language}"
+        session.run(python(session), *sphinx_args("html", language, out), *args, env=edition)
+    shutil.copyfile(SITE_ROOT, f"{BUILD_DIR}/index.html")
+    session.log(f"Open {BUILD_DIR}/index.html")
+
+
+@nox.session
+def catalogs(session: nox.Session) -> None:
+    """Update the translations' catalogs after the English text changed.
+
+    Extracts every translatable message of every page (``sphinx-build -b gettext``, into
+    _build/gettext) and merges it into docs/locales/<language>/LC_MESSAGES/ with
+    ``sphinx-intl update``: new messages come in empty, changed ones marked fuzzy, for
+    a translator to fill in (docs/guides/contributing.md). The lessons are not run.
+    """
+    install(session, "docs")
+    env = {"NINJA_GAP_LANGUAGE": EDITIONS[0], "NINJA_GAP_MEASURE": "0"}
+    gettext = sphinx_args("gettext", "gettext", "_build/gettext")
+    # Without -W: with the lessons not run, their glued values are missing (a warning).
+    gettext.remove("-W")
+    session.run(python(session), *gettext, "-D", "nb_execution_mode=off", env=env)
+    languages = [arg for language in EDITIONS[1:] for arg in ("-l", language)]
+    session.run(python(session), "-m", "sphinx_intl", "update", "-p", "_build/gettext",
+                "-d", LOCALE_DIR, *languages)  # fmt: skip
 
 
 @nox.session
@@ -105,7 +146,7 @@ def serve(session: nox.Session) -> None:
     session.run(
         "sphinx-autobuild",
         ".",
-        BUILD_DIR,
+        f"{BUILD_DIR}/{EDITIONS[0]}",
         "--watch",
         "kernels",
         "--watch",

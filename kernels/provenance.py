@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 import torch
 import triton
 
+from .messages import _
+
 # Set by the nox sessions so that a file says which command produced it.
 COMMAND_VARIABLE = "NINJA_GAP_COMMAND"
 
@@ -47,23 +49,22 @@ def caption(environment: Mapping[str, str], commit: str, *, fresh: bool) -> str:
     """One line of provenance for a figure: GPU, driver, versions, date, the code's
     commit, and whether this build measured it or drew it from the record."""
     date = environment["date"].replace("T", " ").replace("Z", " UTC")
-    where = (
-        f"{environment['gpu']}, driver {environment['driver']}, CUDA {environment['cuda']}, "
-        f"torch {environment['torch']}, Triton {environment['triton']}, {date}, "
-        f"code at commit {commit}"
-    )
+    where = _(
+        "{gpu}, driver {driver}, CUDA {cuda}, torch {torch}, Triton {triton}, {date}, "
+        "code at commit {commit}"
+    ).format(**{**environment, "date": date, "commit": commit})
     if fresh:
-        return f"Measured during this build: {where}."
-    return (
-        f"Recorded by `{environment['command']}` on {where}. "
+        return _("Measured during this build: {where}.").format(where=where)
+    return _(
+        "Recorded by `{command}` on {where}. "
         "This build did not measure, so the figure is drawn from that record, "
         "whose code fingerprint matches the code on this page."
-    )
+    ).format(command=environment["command"], where=where)
 
 
 def placeholder_caption(benchmark: str) -> str:
     """The caption of a draft build's stand-in figure for a benchmark with no usable record."""
-    return (
-        f"Not measured yet: `{benchmark}` has no record of the code as it is now. "
+    return _(
+        "Not measured yet: `{benchmark}` has no record of the code as it is now. "
         "This is a draft build; a GPU build measures it."
-    )
+    ).format(benchmark=benchmark)

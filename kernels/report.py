@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .measurements import LaunchOverhead, Measurement
+from .messages import _, number
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -95,12 +96,12 @@ def round_down(value: float, decimals: int) -> float:
 
 def _share(value: float) -> str:
     """A share as a percentage with one decimal, rounded down."""
-    return f"{round_down(100 * value, 1):.1f}%"
+    return number(f"{round_down(100 * value, 1):.1f}%")
 
 
 def _amount(value: float) -> str:
     """A work threshold as a short number: ``256``, ``1,024``, ``0.5``."""
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+    return number(f"{value:,.0f}" if value >= 10 else f"{value:.2g}")
 
 
 def results_table(
@@ -119,115 +120,137 @@ def results_table(
     same-size copy beat the ceiling by more than run-to-run noise.
     """
     if measurement.placeholder:
-        return ResultTable([f"{measurement.benchmark}: not measured yet, so there is no table."],
-                           [], [], [])  # fmt: skip
+        missing = _("{benchmark}: not measured yet, so there is no table.")
+        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
     sizes = large_sizes(measurement, min_work, against)
     metric, x_name = measurement.metric, measurement.x_name
     if metric == "GB/s":
-        unit, scale, work_label, verb = "MB", 1e6, "MB/call", "moves"
+        scale, work_label = 1e6, _("MB/call")
+        threshold = _("Sizes where one call moves at least {amount} MB:")
     else:
-        unit, scale, work_label, verb = "GFLOP", 1e9, "GFLOP/call", "needs"
-    caption = [
-        f"Sizes where one call {verb} at least {_amount(min_work / scale)} {unit}:"
-        if min_work > 0
-        else "Every measured size:"
-    ]
-    best = "faster baseline" if len(measurement.baselines) <= 2 else "fastest baseline"
-    baseline = against or f"the {best}"
-    caption.append(
-        f"Triton vs {against or 'it'}: Triton's rate divided by {baseline}'s "
-        "(above 1.00x, Triton is faster)."
-    )
+        scale, work_label = 1e9, _("GFLOP/call")
+        threshold = _("Sizes where one call needs at least {amount} GFLOP:")
+    amount = _amount(min_work / scale)
+    caption = [threshold.format(amount=amount) if min_work > 0 else _("Every measured size:")]
+    if against:
+        ratio = _("Triton vs {against}: Triton's rate divided by {against}'s "
+                  "(above 1.00x, Triton is faster).")  # fmt: skip
+    elif len(measurement.baselines) <= 2:
+        ratio = _("Triton vs it: Triton's rate divided by the faster baseline's "
+                  "(above 1.00x, Triton is faster).")  # fmt: skip
+    else:
+        ratio = _("Triton vs it: Triton's rate divided by the fastest baseline's "
+                  "(above 1.00x, Triton is faster).")  # fmt: skip
+    caption.append(ratio.format(against=against))
     # Against one named baseline, its name heads the ratio's column; else a column says
-    # which baseline was the faster at each size.
-    ratio_columns = [f"Triton vs {against}"] if against else [best, "Triton vs it"]
+    # which baseline was the faster (or the fastest) at each size.
+    best = _("faster baseline") if len(measurement.baselines) <= 2 else _("fastest baseline")
+    ratio_columns = (
+        [_("Triton vs {against}").format(against=against)] if against else [best, _("Triton vs it")]
+    )
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
     goals = []
     targets = []
     if ceiling_goal is not None:
-        pct = f"{ceiling_goal:.0%}"
-        goals.append((f"Ceiling goal ({pct})", f"goal {pct}", "of_ceiling", ceiling_goal))
-        targets.append(f"at least {pct} of the ceiling")
+        pct = number(f"{ceiling_goal:.0%}")
+        name = _("Ceiling goal ({target})").format(target=pct)
+        goals.append((name, _("goal {target}").format(target=pct), "of_ceiling", ceiling_goal))
+        targets.append(_("at least {share} of the ceiling").format(share=pct))
     if baseline_goal is not None:
-        ratio = f"{baseline_goal:.2f}x"
-        goals.append((f"Baseline goal ({ratio})", f"goal {ratio}", "vs_best", baseline_goal))
-        targets.append(f"at least {ratio} {baseline}'s rate")
+        times = number(f"{baseline_goal:.2f}x")
+        name = _("Baseline goal ({target})").format(target=times)
+        goals.append((name, _("goal {target}").format(target=times), "vs_best", baseline_goal))
+        target = (_("at least {ratio} {against}'s rate") if against
+                  else _("at least {ratio} the faster baseline's rate"))  # fmt: skip
+        targets.append(target.format(ratio=times, against=against))
     if goals:
-        label = "Goals" if len(goals) > 1 else "Goal"
-        caption.append(
-            f"{label}: {' and '.join(targets)}; each goal column says met or MISSED in this run."
-        )
+        if len(goals) > 1:
+            both = _("{first} and {second}").format(first=targets[0], second=targets[1])
+            line = _("Goals: {targets}; each goal column says met or MISSED in this run.")
+            caption.append(line.format(targets=both))
+        else:
+            line = _("Goal: {target}; each goal column says met or MISSED in this run.")
+            caption.append(line.format(target=targets[0]))
     with_copy = bool(sizes) and sizes[0]["copy_of_ceiling"] is not None
     if with_copy:
         caption.append(
-            "copy: a plain device copy of as many bytes as one call moves, timed the same "
-            "way, as a share of the ceiling."
+            _(
+                "copy: a plain device copy of as many bytes as one call moves, timed the same "
+                "way, as a share of the ceiling."
+            )
         )
-    header = [x_name, work_label, f"Triton {metric}", "of ceiling",
-              *(["copy"] if with_copy else []), *ratio_columns,
-              *(heading for _, heading, _, _ in goals)]  # fmt: skip
-    met_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
-    missed_at: dict[str, list[int]] = {name: [] for name, *_ in goals}
+    header = [x_name, work_label, f"Triton {metric}", _("of ceiling"),
+              *([_("copy")] if with_copy else []), *ratio_columns,
+              *(goal[1] for goal in goals)]  # fmt: skip
+    met_at: dict[str, list[int]] = {goal[0]: [] for goal in goals}
+    missed_at: dict[str, list[int]] = {goal[0]: [] for goal in goals}
     rows = []
     for row in sizes:
         verdicts = []
-        for name, _, key, target in goals:
+        for name, _heading, key, target in goals:
             met = row[key] >= target
             (met_at if met else missed_at)[name].append(row["size"])
-            verdicts.append("met" if met else "MISSED")
+            verdicts.append(_("met") if met else _("MISSED"))
         # Shares and ratios are shown rounded down, so that a goal shown as reached is
         # reached (0.998x prints as 0.99x, not as a 1.00x that MISSED 1.00x).
         rows.append([
-            f"{row['size']:,}", f"{row['work'] / scale:,.0f}", f"{row['triton']:,.0f}",
-            _share(row["of_ceiling"]),
+            number(f"{row['size']:,}"), number(f"{row['work'] / scale:,.0f}"),
+            number(f"{row['triton']:,.0f}"), _share(row["of_ceiling"]),
             *([_share(row["copy_of_ceiling"])] if with_copy else []),
-            *([] if against else [row["best_baseline"]]), f"{round_down(row['vs_best'], 2):.2f}x",
+            *([] if against else [row["best_baseline"]]),
+            number(f"{round_down(row['vs_best'], 2):.2f}x"),
             *verdicts,
         ])  # fmt: skip
-    notes = [_verdict(name, x_name, met_at[name], missed_at[name]) for name, *_ in goals if sizes]
-    # Where a line of the figure has gaps, or is missing, and why (the record's words).
+    notes = [
+        _verdict(name, x_name, met_at[name], missed_at[name]) for name, *_rest in goals if sizes
+    ]
+    # Where a line of the figure has gaps, or is missing, and why (the record's words,
+    # which stay as the record has them).
     notes += [
-        f"No {name} rate {reason.rstrip('.')}." for name, reason in measurement.unavailable.items()
+        _("No {name} rate {reason}.").format(name=name, reason=reason.rstrip("."))
+        for name, reason in measurement.unavailable.items()
     ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
         # timing of this run read low, and every share of it above reads high with it.
-        notes.append(
-            f"Note: a same-size copy ran at {fastest_copy:.0%} of this run's ceiling: "
-            "the ceiling's timing read low, so the shares of it above read high."
-        )
+        note = _("Note: a same-size copy ran at {share} of this run's ceiling: "
+                 "the ceiling's timing read low, so the shares of it above read high.")  # fmt: skip
+        notes.append(note.format(share=number(f"{fastest_copy:.0%}")))
     return ResultTable(caption, header, rows, notes, sizes)
 
 
 def size_list(sizes: list[int]) -> str:
     """Sizes as a phrase: ``4,096``, ``4,096 and 8,192``, ``4,096, 8,192 and 16,384``."""
-    names = [f"{size:,}" for size in sizes]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    names = [number(f"{size:,}") for size in sizes]
+    if len(names) == 1:
+        return names[0]
+    return _("{sizes} and {last}").format(sizes=", ".join(names[:-1]), last=names[-1])
 
 
 def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
     # The verdict in words, from the measurement: prose typed beside a table goes stale
     # when the benchmarks are measured again, this line does not.
     if not missed:
-        return f"{goal}: met at every size in the table."
+        return _("{goal}: met at every size in the table.").format(goal=goal)
     if not met:
-        return f"{goal}: missed at every size in the table."
-    return f"{goal}: met at {x_name} = {size_list(met)}; missed at {size_list(missed)}."
+        return _("{goal}: missed at every size in the table.").format(goal=goal)
+    line = _("{goal}: met at {x_name} = {met}; missed at {missed}.")
+    return line.format(goal=goal, x_name=x_name, met=size_list(met), missed=size_list(missed))
 
 
 def print_peak_memory(measurement: Measurement) -> None:
     """Print the peak memory recorded beside a benchmark: a row per size, a column per
     provider, ``out of memory`` where it did not fit."""
     if measurement.placeholder or measurement.peak_memory_mb is None:
-        print(f"{measurement.benchmark}: no peak memory recorded.")
+        print(_("{benchmark}: no peak memory recorded.").format(benchmark=measurement.benchmark))
         return
     peak = measurement.peak_memory_mb
     print(f"{measurement.x_name:>16} " + " ".join(f"{name:>15}" for name in peak))
     for index, size in enumerate(measurement.x):
         cells = [values[index] for values in peak.values()]
-        text = [f"{'out of memory':>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
+        text = [f"{_('out of memory'):>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
         print(f"{size:>16,} " + " ".join(text))
 
 

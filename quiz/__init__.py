@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.util.i18n import CatalogInfo
 
 from .directive import QuizDirective
 
@@ -21,5 +22,17 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_design")
     app.add_config_value("quiz_bank_dir", "quiz", "env", types=[str])
     app.add_directive("quiz", QuizDirective)
-    app.add_message_catalog("quiz", str(Path(__file__).parent / "locales"))
+    locales = Path(__file__).parent / "locales"
+    _compile_catalogs(locales)
+    app.add_message_catalog("quiz", str(locales))
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _compile_catalogs(locales: Path) -> None:
+    """Compile each ``<language>/LC_MESSAGES/quiz.po`` into the ``.mo`` file that
+    gettext reads, where the ``.mo`` is missing or older (as Sphinx does for a project's
+    own catalogs)."""
+    for po in locales.glob("*/LC_MESSAGES/quiz.po"):
+        catalog = CatalogInfo(str(po.parent), "quiz", "utf-8")
+        if catalog.is_outdated():
+            catalog.write_mo(po.parts[-3])

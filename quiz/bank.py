@@ -208,3 +208,50 @@ def load_bank(path: Path | str) -> Bank:
             )
         seen.add(question.id)
     return Bank(path, questions)
+
+
+def load_translation(path: Path | str, original: Bank) -> Bank:
+    """Read the bank at ``path``, a translation of ``original`` (``quiz/<language>/<name>.yaml``
+    beside ``quiz/<name>.yaml``), validate it as a bank, then check that it matches the
+    original: the same questions by id and in the same order, each with as many options
+    and its correct option in the same place. Only the texts may differ.
+
+    Raise :class:`QuizBankError`, naming the file and the question, where it does not.
+    """
+    translation = load_bank(path)
+    source = str(Path(path))
+    ids = [question.id for question in translation.questions]
+    original_ids = {question.id for question in original.questions}
+    for number, translated in enumerate(translation.questions, 1):
+        if translated.id not in original_ids:
+            raise QuizBankError(
+                f"{source}: question {translated.id!r} (#{number}): {original.path} has no "
+                "question of this id; a translation adds none"
+            )
+    for number, question in enumerate(original.questions, 1):
+        if question.id not in ids:
+            raise QuizBankError(
+                f"{source}: question {question.id!r} (#{number} of {original.path}) is "
+                "missing; a translation has every question of the original"
+            )
+    for number, (translated, question) in enumerate(
+        zip(translation.questions, original.questions, strict=True), 1
+    ):
+        where = f"{source}: question {translated.id!r} (#{number})"
+        if translated.id != question.id:
+            raise QuizBankError(
+                f"{where}: the original has {question.id!r} here; keep the original's order"
+            )
+        if len(translated.options) != len(question.options):
+            raise QuizBankError(
+                f"{where}: {len(translated.options)} options, but the original has "
+                f"{len(question.options)}"
+            )
+        right = [option.correct for option in question.options].index(True) + 1
+        translated_right = [option.correct for option in translated.options].index(True) + 1
+        if translated_right != right:
+            raise QuizBankError(
+                f"{where}: option {translated_right} is marked correct, but in the original "
+                f"option {right} is; the options keep the original's order"
+            )
+    return translation

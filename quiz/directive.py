@@ -20,7 +20,7 @@ from sphinx.errors import SphinxError
 from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective
 
-from .bank import NAME_PATTERN, Bank, QuizBankError, load_bank
+from .bank import NAME_PATTERN, Bank, QuizBankError, load_bank, load_translation
 from .rst import escape
 
 _ = get_translation("quiz")
@@ -129,9 +129,16 @@ class QuizDirective(SphinxDirective):
                 "without '.yaml': lower-case letters, digits, '-' and '_'"
             )
         path = bank_path(Path(self.env.srcdir), self.config.quiz_bank_dir, name)
+        # A build in another language shows the bank's translation, where there is one:
+        # quiz/<language>/<name>.yaml, checked against the original.
+        translated = path.parent / self.config.language / path.name
         self.env.note_dependency(str(path))
+        if translated.exists():  # a missing file would make the page outdated forever
+            self.env.note_dependency(str(translated))
         try:
             bank = load_bank(path)
+            if self.config.language != "en" and translated.exists():
+                bank = load_translation(translated, bank)
         except QuizBankError as error:
             raise QuizBuildError(f"{error} (used by {self.env.docname})") from None
         # Each question's anchor must be unique on its page: the same bank twice, or two
@@ -155,4 +162,8 @@ class QuizDirective(SphinxDirective):
         for node in scratch.children:
             # Bank text is shown as written: no typographic quotes in questions or options.
             node["support_smartquotes"] = False
+        for node in scratch.findall(nodes.TextElement):
+            # A bank is translated as a whole (quiz/<language>/), not through the page's
+            # catalog: its texts stay out of the page's messages.
+            node["translatable"] = False
         return list(scratch.children)

@@ -22,6 +22,7 @@ class DocsBuild:
     html: Path
     returncode: int
     log: str
+    language: str = "en"
 
     def page(self, name: str) -> str:
         """The HTML of the page at ``name`` (a path under the output folder)."""
@@ -29,7 +30,8 @@ class DocsBuild:
 
     def rebuild(self, *, draft: bool = False) -> "DocsBuild":
         """Build the same copy again, as a second ``nox -s docs`` (``-- --draft``) would."""
-        return sphinx_build(self.source, self.html.parent, draft=draft)
+        return sphinx_build(self.source, self.html.parent.parent, draft=draft,
+                            language=self.language)  # fmt: skip
 
 
 # Files of a checkout that are not sources: builds, environments, caches.
@@ -49,11 +51,15 @@ def copy_of_the_course(destination: Path) -> Path:
     return destination
 
 
-def sphinx_build(source: Path, out: Path, *, draft: bool = False) -> DocsBuild:
-    """``sphinx-build -W --keep-going`` of ``source`` into ``out``, without measuring:
+def sphinx_build(
+    source: Path, out: Path, *, draft: bool = False, language: str = "en"
+) -> DocsBuild:
+    """``sphinx-build -W --keep-going`` of the ``language`` edition of ``source`` into
+    ``out/html/<language>``, as ``nox -s docs`` builds each edition, without measuring:
     on a GPU machine too, the pages are drawn from the records (NINJA_GAP_MEASURE=0)."""
-    html, doctrees = out / "html", out / "doctrees"
-    env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "1" if draft else "0"}
+    html, doctrees = out / "html" / language, out / "doctrees" / language
+    env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "1" if draft else "0",
+           "NINJA_GAP_LANGUAGE": language}  # fmt: skip
     result = subprocess.run(
         # --no-color: a CI that sets FORCE_COLOR would otherwise put escape codes
         # into the log lines that the tests read.
@@ -61,11 +67,18 @@ def sphinx_build(source: Path, out: Path, *, draft: bool = False) -> DocsBuild:
          "-d", str(doctrees), str(source), str(html)],
         capture_output=True, text=True, cwd=source, env=env, timeout=1200,
     )  # fmt: skip
-    return DocsBuild(source, html, result.returncode, result.stdout + result.stderr)
+    return DocsBuild(source, html, result.returncode, result.stdout + result.stderr, language)
 
 
 @pytest.fixture(scope="session")
 def docs_build(tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
-    """Build the whole site once, as the README's build line does, from a copy."""
+    """Build the whole English edition once, as the README's build line does, from a copy."""
     out = tmp_path_factory.mktemp("site")
     return sphinx_build(copy_of_the_course(out / "course"), out)
+
+
+@pytest.fixture(scope="session")
+def russian_build(docs_build: DocsBuild) -> DocsBuild:
+    """The Russian edition of the same copy, beside the English one, as ``nox -s docs``
+    builds it second (its examples run again, to print in Russian)."""
+    return sphinx_build(docs_build.source, docs_build.html.parent.parent, language="ru")

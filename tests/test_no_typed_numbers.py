@@ -44,7 +44,7 @@ def prose_files() -> list[tuple[Path, str]]:
         for p in (ROOT / "docs").rglob("*.md")
         if "examples" not in p.parts and "locales" not in p.parts
     ]
-    files += [(p, bank_text(p.read_text(encoding="utf-8"))) for p in ROOT.glob("quiz/*.yaml")]
+    files += [(p, bank_text(p.read_text(encoding="utf-8"))) for p in ROOT.glob("quiz/**/*.yaml")]
     return files
 
 

@@ -19,10 +19,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
-from kernels import bench, fingerprint, measurements
+from kernels import bench, fingerprint, measurements, messages
 
 logger = logging.getLogger(__name__)
 
@@ -91,13 +93,18 @@ def _is_figure_call(node: ast.AST) -> bool:
 
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
-    imports (directly or not), and the records those modules can draw (see
-    :func:`kernels.bench.records_of`) or that the code names as a string."""
+    imports (directly or not), the records those modules can draw (see
+    :func:`kernels.bench.records_of`) or that the code names as a string, and the
+    catalog of the phrases it prints in the build's language
+    (kernels/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
     records = bench.records_of(modules)
     records |= {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
     paths = [fingerprint.module_path(module) for module in modules]
     paths += [measurements.path_for(name) for name in sorted(records)]
+    if "kernels.messages" in modules:
+        # What the code prints comes from the catalog of the build's language.
+        paths.append(messages.LOCALES / f"{messages.language()}.po")
     return [path for path in paths if path.exists()]
 
 
@@ -117,8 +124,11 @@ def _gallery_dir(app: Sphinx) -> Path:
 def _example_stamp(script: Path) -> str:
     # A draft build draws placeholders where a normal build fails: an example that ran
     # in one kind of build must run again in the other.
+    # Its printed phrases are in the language of the build (kernels.messages): an example
+    # that ran for one edition runs again for another.
     kind = "draft" if bench.draft() else "build"
-    return f"{kind} {stamp(script, dependencies(script.read_text(encoding='utf-8')))}"
+    code = script.read_text(encoding="utf-8")
+    return f"{kind} {messages.language()} {stamp(script, dependencies(code))}"
 
 
 def rerun_changed_examples(app: Sphinx) -> None:
@@ -233,8 +243,24 @@ def captioned_matplotlib_scraper(
     # sphinx-gallery names a figure after its script ("plot 01 vector add").
     rst = re.sub(r"(?m)^(\s*):alt: .*$", lambda m: f"{m.group(1)}:alt: {next(alts)}", rst)
     for text in filter(None, captions):
-        rst += f"\n\n.. rst-class:: figure-provenance\n\n{to_rst_inline(text)}\n"
+        rst += f"\n\n.. figure-provenance::\n\n   {to_rst_inline(text)}\n"
     return rst
+
+
+class FigureProvenance(SphinxDirective):
+    """``figure-provenance``: the caption the scraper writes under a figure, a paragraph
+    of class ``figure-provenance``. It is left out of the translation catalogs: the
+    example writes it in the build's language, and its dates and versions change with
+    every measurement."""
+
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        """The caption as one paragraph that Sphinx's i18n passes over."""
+        children, problems = self.state.inline_text(" ".join(self.content), self.lineno)
+        paragraph = nodes.paragraph("", "", *children, classes=["figure-provenance"])
+        paragraph["translatable"] = False
+        return [paragraph, *problems]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -242,6 +268,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", rerun_changed_examples, priority=400)
     app.connect("builder-inited", check_examples_ran, priority=600)
     app.connect("source-read", note_lesson_dependencies)
+    app.add_directive("figure-provenance", FigureProvenance)
     # conf.py sets it from $NINJA_GAP_DRAFT; as an "env" value, a change re-reads (and
     # so re-runs) every lesson, as the stamp above re-runs every example.
     app.add_config_value("ninja_gap_draft", False, "env", types=[bool])

@@ -1,0 +1,104 @@
+"""The site's editions: one per language, built from the same sources by ``nox -s docs``.
+
+Each edition is a whole site in ``_build/html/<language>/``: its text comes from the
+catalogs under ``docs/locales/<language>/LC_MESSAGES/`` (English is the source), and
+this extension
+
+- sets ``$NINJA_GAP_LANGUAGE`` from the build's ``language``, so that what the gallery
+  scripts and the lessons print comes out in that language (:mod:`kernels.messages`);
+- gives every page a link to the same page in each other edition (the template
+  ``language-switcher.html`` in the top bar);
+- keeps each edition's gallery output apart. sphinx-gallery writes the pages it
+  generates into the source folder (``docs/examples/``), which the editions share; an
+  example run for one edition prints in its language. So the output of each edition is
+  kept beside its doctrees, put back before sphinx-gallery looks and saved after the
+  build, so that building one edition does not make the other run its examples again.
+"""
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
+
+from kernels.messages import LANGUAGE_VARIABLE
+
+# Each edition's language code (its folder under _build/html/) and its name in itself.
+EDITIONS = {"en": "English", "ru": "Русский"}
+# Written into the shared gallery folder: the edition whose output it holds now.
+_MARKER = ".edition"
+
+
+def set_language(app: Sphinx, config: Config) -> None:
+    """Check the build's language and hand it to the code the build runs."""
+    if config.language not in EDITIONS:
+        raise ConfigError(
+            f"language {config.language!r} has no edition; editions: {', '.join(EDITIONS)}"
+        )
+    # sphinx-gallery runs the examples in this process; myst-nb's Jupyter kernels
+    # inherit the environment.
+    os.environ[LANGUAGE_VARIABLE] = config.language
+
+
+def other_editions(pagename: str, language: str) -> list[tuple[str, str, str]]:
+    """The same page in each other edition, as (language, name, relative link): up from
+    the page to the site's root, then down into the other edition."""
+    up = "../" * (pagename.count("/") + 1)
+    return [
+        (code, name, f"{up}{code}/{pagename}.html")
+        for code, name in EDITIONS.items()
+        if code != language
+    ]
+
+
+def add_switcher_links(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Give the page's template the links of ``language-switcher.html``."""
+    context["other_editions"] = other_editions(pagename, app.config.language)
+
+
+def _gallery_output(app: Sphinx) -> Path:
+    return Path(app.srcdir) / app.config.sphinx_gallery_conf["gallery_dirs"]
+
+
+def _saved_output(app: Sphinx) -> Path:
+    # Beside the edition's doctrees (_build/doctrees/<language>): build state, not site.
+    return Path(app.doctreedir).parent / "gallery" / app.config.language
+
+
+def restore_gallery_output(app: Sphinx) -> None:
+    """Before sphinx-gallery looks: put this edition's last gallery output back in the
+    source folder, if the folder holds another edition's."""
+    out, saved = _gallery_output(app), _saved_output(app)
+    marker = out / _MARKER
+    if marker.exists() and marker.read_text(encoding="utf-8") == app.config.language:
+        return
+    if saved.is_dir():
+        shutil.rmtree(out, ignore_errors=True)
+        # copytree keeps the files' times, so Sphinx sees its pages as they were.
+        shutil.copytree(saved, out)
+    # Otherwise the examples run again: their stamps name the language they ran in.
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(app.config.language, encoding="utf-8")
+
+
+def save_gallery_output(app: Sphinx, exception: Exception | None) -> None:
+    """After a successful build: keep this edition's gallery output for its next build."""
+    out, saved = _gallery_output(app), _saved_output(app)
+    if exception is None and out.is_dir():
+        shutil.rmtree(saved, ignore_errors=True)
+        shutil.copytree(out, saved)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Register the handlers; the gallery's output is put back before course_build and
+    sphinx-gallery look at it (priorities 400 and 500)."""
+    app.connect("config-inited", set_language)
+    app.connect("builder-inited", restore_gallery_output, priority=300)
+    app.connect("html-page-context", add_switcher_links)
+    app.connect("build-finished", save_gallery_output)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,79 @@
+"""What the course's code prints, in the reader's language: a small gettext-style catalog.
+
+The code prints English. A build of another edition of the site sets
+``$NINJA_GAP_LANGUAGE`` (the Sphinx extension ``editions`` sets it from the build's
+``language``, for the gallery scripts it runs and the lessons' Jupyter kernels), and the
+phrases marked ``_("...")`` are then looked up in ``kernels/locales/<language>.po``. A
+phrase with no translation, or a fuzzy one, prints in English; a test checks that every
+marked phrase has one.
+
+A phrase keeps its variable parts as named fields, filled in after the lookup
+(``_("{goal}: met at every size in the table.").format(goal=...)``), so that a
+translation can put them where its grammar needs them.
+"""
+
+import ast
+import functools
+import os
+import re
+from pathlib import Path
+
+LANGUAGE_VARIABLE = "NINJA_GAP_LANGUAGE"
+LOCALES = Path(__file__).resolve().parent / "locales"
+ENGLISH = "en"
+# Between a number's thousands, the languages that do not use a comma there put a
+# no-break space, so that the number never breaks over two lines.
+_THOUSANDS = {ENGLISH: ",", "ru": "\u00a0"}
+_DECIMAL = {ENGLISH: ".", "ru": ","}
+_ENTRY = re.compile(r'^(msgid|msgstr) (".*")$')
+
+
+def language() -> str:
+    """The language of what the code prints: ``$NINJA_GAP_LANGUAGE``, or English."""
+    return os.environ.get(LANGUAGE_VARIABLE) or ENGLISH
+
+
+def read_po(path: Path) -> dict[str, str]:
+    """The translations of a ``.po`` file (entries separated by blank lines, as every
+    gettext tool writes them): its msgids, each mapped to its msgstr, leaving out the
+    header, the empty translations and the ones marked fuzzy."""
+    entries: dict[str, str] = {}
+    for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
+        fields: dict[str, str] = {}
+        current = ""
+        fuzzy = False
+        for line in block.splitlines():
+            line = line.strip()
+            entry = _ENTRY.match(line)
+            if line.startswith("#,") and "fuzzy" in line:
+                fuzzy = True
+            elif entry:
+                current = entry.group(1)
+                fields[current] = ast.literal_eval(entry.group(2))
+            elif line.startswith('"') and current:
+                fields[current] += ast.literal_eval(line)
+        if fields.get("msgid") and fields.get("msgstr") and not fuzzy:
+            entries[fields["msgid"]] = fields["msgstr"]
+    return entries
+
+
+@functools.cache
+def catalog(language: str) -> dict[str, str]:
+    """The translations into ``language`` (none for English, or for a language with no
+    catalog: its phrases print in English)."""
+    path = LOCALES / f"{language}.po"
+    return read_po(path) if language != ENGLISH and path.exists() else {}
+
+
+def _(message: str) -> str:
+    """``message`` in the language of this run, or as written if it has no translation."""
+    return catalog(language()).get(message, message)
+
+
+def number(english: str) -> str:
+    """A number formatted the English way (``4,096``, ``90.5%``, ``1.02x``) written the
+    way the language of this run writes numbers (in Russian ``4 096``, ``90,5%``)."""
+    lang = language()
+    thousands, decimal = _THOUSANDS.get(lang, ","), _DECIMAL.get(lang, ".")
+    swap = {",": thousands, ".": decimal}
+    return re.sub(r"(?<=\d)[,.](?=\d)", lambda match: swap[match.group()], english)
