@@ -1,19 +1,17 @@
 #!/bin/bash
+# Device run: the README's test session on the GPU (browser tests aside: no Chromium
+# there), on the files named (all when none), then what `git status` says.
+#   run: bash scratch/gpu_tests.sh [tests/test_a.py ...]     carry: [".whl", "scratch"]
 set -u
 start=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site
-export NINJA_GAP_COMMIT=$(cut -c1-12 scratch/COMMIT)
-export NINJA_GAP_COMMAND="nox --no-venv -s bench"
-mkdir -p $OUT/res/logs
-timeout 150 python3 -m kernels.bench softmax_fp16 > $OUT/res/logs/softmax_fp16.log 2>&1; echo "softmax_fp16 rc=$? $(( $(date +%s)-start ))s"
-tail -5 $OUT/res/logs/softmax_fp16.log
-cp gallery/measurements/softmax_fp16.json $OUT/res/ 2>/dev/null
-touch /tmp/marker; sleep 1
-left=$((540-$(date +%s)+start))
-timeout $left python3 -m pytest -v -p no:cacheprovider -m "not browser" -rfE --durations=20 "$@" > $OUT/res/logs/pytest.log 2>&1; echo "pytest rc=$?"
-tail -60 $OUT/res/logs/pytest.log
-find . -path ./.whl -prune -o -newer /tmp/marker -type f -print | grep -v -E "__pycache__|\.pyc$" | head -30 > $OUT/res/logs/changed.txt
-echo "changed files:"; cat $OUT/res/logs/changed.txt
+mkdir -p $OUT/res
+git status --short > $OUT/res/status_before.txt
+timeout 560 python3 -m nox --no-venv -s tests -- -m "not browser" -p no:cacheprovider -rfE --durations=15 "$@" > $OUT/res/pytest.log 2>&1
+echo "tests rc=$? after $(( $(date +%s)-start ))s"
+grep -E "passed|failed|error" $OUT/res/pytest.log | tail -3
+grep -E "^(FAILED|ERROR)" $OUT/res/pytest.log | head -30
+git status --short > $OUT/res/status_after.txt
+echo "git status after (before: $(wc -l < $OUT/res/status_before.txt) lines):"; cat $OUT/res/status_after.txt
 tar -C $OUT -czf $OUT/res.tgz res && rm -rf $OUT/res
-echo total $(( $(date +%s)-start ))s
