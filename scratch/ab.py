@@ -140,7 +140,7 @@ def main(only):
     ]
     if only.startswith("next"):
         # Session 20: the knobs added after the re-record, where the records still miss.
-        from kernels import direct_launch
+        from kernels import direct_launch, softmax
         big = 1 << 62
         plan = [
             ("softmax_backward", (32768, 65536), "BACKWARD_MAX_FUSED_COLS", (16384, 32768, 65536), ()),
@@ -151,6 +151,9 @@ def main(only):
              {"BACKWARD_PREFETCH": True}),
             ("rms_norm_backward", (16384,), "BACKWARD_VALUES_PER_THREAD", (16, 32), (),
              {"FUSED_BACKWARD_MAX_COLS": 16384, "BACKWARD_PREFETCH": False}),
+            ("softmax", (1024, 4096, 16384), "VALUES_PER_THREAD", (16, 32, 64),
+             (softmax.forward_launch,)),
+            ("softmax_fp16", (4096,), "VALUES_PER_THREAD", (16, 32, 64), (softmax.forward_launch,)),
             ("matmul", (1024, 3072), "PERSISTENT_MIN_OUTPUT", (0, 2048 * 2048, big), ()),
             ("matmul_nt", (1024,), "PERSISTENT_MIN_OUTPUT", (0, big), ()),
             ("matmul_skinny", (256,), "PERSISTENT_MIN_OUTPUT", (0, big), ()),
