@@ -105,45 +105,35 @@ def test_softmax_of_long_rows_loads_vectors_from_rows_of_odd_length() -> None:
         assert vector_loads(ptx) == vectors
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
-@pytest.mark.parametrize(("rows", "block", "warps"), [(1, 4096, 8), (4, 1024, 4)])
-def test_rms_norm_backward_compiles(prefetch: bool, rows: int, block: int, warps: int) -> None:
-    signature = {
-        "dy_ptr": "*bf16",
-        "x_ptr": "*bf16",
-        "weight_ptr": "*bf16",
-        "dx_ptr": "*bf16",
-        "partial_dw_ptr": "*fp32",
-        "n_rows": "i32",
-        "n_cols": "i32",
-        "eps": "fp32",
-    }
-    options = {"ACC": F32, "BLOCK_SIZE": block, "ROWS_PER_TILE": rows, "PREFETCH": prefetch}
-    ptx = ptx_of(
-        "kernels.rms_norm:rms_norm_backward_kernel",
-        signature,
-        options,
-        ("dy_ptr", "x_ptr", "weight_ptr", "dx_ptr", "n_cols"),
-        num_warps=warps,
-    )
-    assert vector_loads(ptx)
+# The fused normalisation backward kernels: their signatures, and (rows per tile, block,
+# warps) as their launchers pick them for long and for short rows.
+_NORM_BACKWARDS = {
+    "kernels.rms_norm:rms_norm_backward_kernel": (
+        {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "dx_ptr": "*bf16",
+         "partial_dw_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "eps": "fp32"},
+        [(1, 4096, 8), (4, 1024, 4)],
+    ),
+    "kernels.layer_norm:layer_norm_backward_kernel": (
+        {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "mean_ptr": "*fp32",
+         "rstd_ptr": "*fp32", "dx_ptr": "*bf16", "partial_dw_ptr": "*fp32",
+         "partial_db_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
+        [(1, 8192, 8), (8, 1024, 8)],
+    ),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("prefetch", [True, False])
-@pytest.mark.parametrize(("rows", "block", "warps"), [(1, 8192, 8), (8, 1024, 8)])
-def test_layer_norm_backward_compiles(prefetch: bool, rows: int, block: int, warps: int) -> None:
-    signature = {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "mean_ptr": "*fp32",
-                 "rstd_ptr": "*fp32", "dx_ptr": "*bf16", "partial_dw_ptr": "*fp32",
-                 "partial_db_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"}  # fmt: skip
+@pytest.mark.parametrize(
+    ("kernel", "rows", "block", "warps"),
+    [(kernel, *shape) for kernel, (_, shapes) in _NORM_BACKWARDS.items() for shape in shapes],
+)
+def test_norm_backward_compiles_to_vector_loads(
+    kernel: str, rows: int, block: int, warps: int, prefetch: bool
+) -> None:
+    signature = _NORM_BACKWARDS[kernel][0]
     options = {"ACC": F32, "BLOCK_SIZE": block, "ROWS_PER_TILE": rows, "PREFETCH": prefetch}
-    ptx = ptx_of(
-        "kernels.layer_norm:layer_norm_backward_kernel",
-        signature,
-        options,
-        ("dy_ptr", "x_ptr", "weight_ptr", "dx_ptr", "n_cols"),
-        num_warps=warps,
-    )
-    assert vector_loads(ptx)
+    aligned = ("dy_ptr", "x_ptr", "weight_ptr", "dx_ptr", "n_cols")
+    assert vector_loads(ptx_of(kernel, signature, options, aligned, num_warps=warps))
 
 
 def test_attention_forward_stores_the_log_sum_exp_only_when_asked() -> None:
