@@ -139,6 +139,25 @@ def matmul_kernel(
 
 
 @triton.jit
+def _descriptor_tiles(
+    a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # Step k of output tile (tile_m, tile_n): the BLOCK_M x BLOCK_K tile of A and the
+    # BLOCK_K x BLOCK_N tile of B, each loaded through its descriptor; a transposed
+    # operand's descriptor describes its transpose, whose tile is loaded and transposed.
+    if A_TRANSPOSED:
+        a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
+    else:
+        a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+    if B_TRANSPOSED:
+        b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
+    else:
+        b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+    return a, b
+
+
+@triton.jit
 def matmul_tma_kernel(
     a_desc,
     b_desc,
@@ -169,14 +188,8 @@ def matmul_tma_kernel(
     tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if A_TRANSPOSED:
-            a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
-        else:
-            a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
-        if B_TRANSPOSED:
-            b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
-        else:
-            b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+        a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED, B_TRANSPOSED,
+                                 BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
         acc = tile_dot(a, b, acc)
     acc = epilogue(acc, ACTIVATION)
     # DTYPE is C's type, which c_desc knows too; as an argument it enters the autotune
@@ -217,14 +230,8 @@ def matmul_tma_persistent_kernel(
         tile_m, tile_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, k_steps):
-            if A_TRANSPOSED:
-                a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
-            else:
-                a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
-            if B_TRANSPOSED:
-                b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
-            else:
-                b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+            a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED,
+                                     B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
             acc = tile_dot(a, b, acc)
         acc = epilogue(acc, ACTIVATION)
         c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))

@@ -230,8 +230,8 @@ def rms_norm_backward_kernel(
             x, dy = x_next.to(ACC), dy_next.to(ACC)
             here, here_mask = offsets, mask
             # Past the last tile the mask is all False: nothing is read.
-            _, _, mask, offsets = row_tile(first_row + step, tile_rows, cols, col_mask, n_rows,
-                                  n_cols)  # fmt: skip
+            _, _, mask, offsets = row_tile(first_row + step, tile_rows, cols, col_mask,
+                                           n_rows, n_cols)  # fmt: skip
             x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
             dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
             dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, here, here_mask, dweight)
