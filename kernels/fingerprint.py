@@ -159,16 +159,21 @@ def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> li
     return sorted(p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p))
 
 
+def short_commit(commit: str) -> str:
+    """``commit`` as records and captions quote it: a full hash (40 hex digits, as ``git
+    rev-parse HEAD`` prints it) cut to git's twelve-character short form, which
+    :func:`commit` writes itself; anything else as it is. Forty characters without a
+    break widened a figure's caption past a phone's screen."""
+    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+        return commit[:12]
+    return commit
+
+
 def commit() -> str:
     """The commit of the working tree: ``$NINJA_GAP_COMMIT`` if set, else git's HEAD
     (with ``-dirty`` when files under ``kernels/`` differ from it), else ``unknown``."""
     if os.environ.get(COMMIT_VARIABLE):
-        given = os.environ[COMMIT_VARIABLE]
-        # A full hash (git rev-parse HEAD) is written as git's short form, as below: the
-        # records and the captions that quote them use twelve characters.
-        if len(given) == 40 and all(c in "0123456789abcdef" for c in given):
-            return given[:12]
-        return given
+        return short_commit(os.environ[COMMIT_VARIABLE])
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],

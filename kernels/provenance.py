@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import torch
 import triton
 
+from .fingerprint import short_commit
 from .messages import _
 
 # Set by the nox sessions so that a file says which command produced it.
@@ -52,7 +53,7 @@ def caption(environment: Mapping[str, str], commit: str, *, fresh: bool) -> str:
     where = _(
         "{gpu}, driver {driver}, CUDA {cuda}, torch {torch}, Triton {triton}, {date}, "
         "code at commit {commit}"
-    ).format(**{**environment, "date": date, "commit": commit})
+    ).format(**{**environment, "date": date, "commit": short_commit(commit)})
     if fresh:
         return _("Measured during this build: {where}.").format(where=where)
     return _(

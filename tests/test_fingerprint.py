@@ -4,6 +4,7 @@ import of the package is spelled."""
 import pytest
 
 from kernels import fingerprint
+from kernels.provenance import caption
 
 
 def test_a_relative_import_counts_as_the_absolute_one_it_means() -> None:
@@ -35,3 +36,15 @@ def test_a_full_hash_given_for_the_commit_is_written_in_git_s_short_form(
     assert fingerprint.commit() == full[:12]
     monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "test")
     assert fingerprint.commit() == "test"
+
+
+def test_a_caption_quotes_a_record_s_full_hash_in_its_short_form() -> None:
+    # A record written with the full hash stays as the GPU run wrote it; its caption
+    # quotes the commit as git's short form.
+    full = "5f0b5f1a9f532e9daa2e7b377a8c73524f0c9ffa"
+    environment = {"gpu": "NVIDIA H200", "driver": "580", "cuda": "13.0", "torch": "2.11",
+                   "triton": "3.6.0", "date": "2026-12-03T17:30:00Z",
+                   "command": "nox --no-venv -s bench"}  # fmt: skip
+    for fresh in (True, False):
+        text = caption(environment, full, fresh=fresh)
+        assert f"commit {full[:12]}" in text and full not in text
