@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT, DocsBuild, copy_of_the_course, sphinx_build
 
 from kernels import measurements
+from kernels.fingerprint import short_commit
 from kernels.runtime import describe_device
 from quiz.bank import load_bank
 
@@ -108,7 +109,8 @@ def test_gallery_page_has_its_figure_and_provenance(docs_build: DocsBuild) -> No
     for key in ("gpu", "driver", "cuda", "torch", "triton", "command"):
         assert record.environment[key] in text, key
     assert record.environment["date"][:10] in text
-    assert f"code at commit {record.code.commit}" in text
+    # The caption quotes the commit as git's short form (the record may hold the full hash).
+    assert f"code at commit {short_commit(record.code.commit)}" in text
     assert "This build did not measure, so the figure is drawn from that record" in text
     body = text_of(html)
     # The kernel is shown from its module, and the check ran and printed.
