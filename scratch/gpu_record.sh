@@ -7,7 +7,7 @@ start=$(date +%s)
 budget=$1; shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 9
 export PYTHONPATH=/tmp/site
-export NINJA_GAP_COMMIT=$(cut -c1-12 scratch/COMMIT)
+export NINJA_GAP_COMMIT=$(cat scratch/COMMIT)
 export NINJA_GAP_COMMAND="nox --no-venv -s bench"
 mkdir -p $OUT/res/logs
 for name in "$@"; do
