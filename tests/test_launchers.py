@@ -178,7 +178,15 @@ def test_without_a_gradient_to_record_the_result_is_the_same(name: str) -> None:
     assert without_grad_mode.grad_fn is None
     for result in (direct, without_grad_mode):
         assert result.shape == through_autograd.shape
-        assert torch.equal(result, through_autograd.detach())
+        # The same values up to rounding, not always the same bits: without a backward
+        # pass to come, a launcher may run another specialisation of its kernel
+        # (LayerNorm's and cross-entropy's with STATS off store no statistics), which the
+        # GPU's assembler may schedule otherwise, contracting other multiplies and adds
+        # of a sum into fused ones. On the H200 LayerNorm's two results differed beyond
+        # the five digits printed, and both match float64 (tests/test_norms.py). Allowed:
+        # eight units in the last place of a value of magnitude one, in the result's dtype.
+        ulps = 8 * torch.finfo(result.dtype).eps
+        torch.testing.assert_close(result, through_autograd.detach(), rtol=ulps, atol=ulps)
 
 
 ROW_LAUNCHERS = {
