@@ -29,7 +29,7 @@ from .checks import check_tensor, needs_grad
 from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import cdiv, device_capability, launch_tuned, multiprocessors, row_block
-from .runtime import interpreted, kernel_device
+from .runtime import bind_cuda_context, interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
 
@@ -546,6 +546,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     b_rows = b.t() if layout["B_TRANSPOSED"] else b
     sizes = (M, N, K, row_block(M))
     if tma_applies(a_rows, b_rows, c):
+        bind_cuda_context(a.device)
         descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
         constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype], **layout}
         if M * N >= PERSISTENT_MIN_OUTPUT:

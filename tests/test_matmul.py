@@ -7,6 +7,7 @@ autotune key, and gradients through the kernels."""
 
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -441,3 +442,13 @@ def test_the_persistent_kernel_gives_the_product(
     out = matmul.matmul(a, b, "relu")
     assert_close_to_float64(out, torch.relu(a.double() @ b.double()), torch.float16)
     assert matmul.tuned_matmul_tma_persistent_kernel.cache
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.dtype) -> None:
+    # Autograd's backward thread was such a thread: on the H200 its first TMA launch
+    # failed with "invalid device context" (kernels.runtime.bind_cuda_context).
+    a, b = half(40, 64, dtype=dtype), half(64, 48, dtype=dtype)
+    with ThreadPoolExecutor(max_workers=1) as fresh_thread:
+        product = fresh_thread.submit(matmul.matmul, a, b).result()  # raises what it raised
+    assert_close_to_float64(product, a.double() @ b.double(), dtype)
