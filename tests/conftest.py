@@ -82,3 +82,17 @@ def russian_build(docs_build: DocsBuild) -> DocsBuild:
     """The Russian edition of the same copy, beside the English one, as ``nox -s docs``
     builds it second (its examples run again, to print in Russian)."""
     return sphinx_build(docs_build.source, docs_build.html.parent.parent, language="ru")
+
+
+# The fixtures that build the site: minutes each, and more on a GPU, where the examples
+# run real kernels.
+SITE_FIXTURES = {"docs_build", "russian_build"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with ``--dist loadgroup`` (how a GPU runner spreads the suite,
+    docs/guides/contributing.md), the tests that share the built site run on one worker,
+    which builds it once, while the rest spread over the others."""
+    for item in items:
+        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("site"))
