@@ -1,6 +1,7 @@
 """Shared fixtures: the repository root, and one real docs build per test session."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,10 +90,23 @@ def russian_build(docs_build: DocsBuild) -> DocsBuild:
 SITE_FIXTURES = {"docs_build", "russian_build"}
 
 
+def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
+    """The test ids that hold a memory address (a parameter shown by its ``repr``, such
+    as ``<function softmax at 0x7f...>``): they differ from one process to the next, and
+    pytest-xdist's workers, which each collect the suite, then refuse to start."""
+    return [n for n in node_ids if re.search(r" at 0x[0-9a-f]+", n)]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist with ``--dist loadgroup`` (how a GPU runner spreads the suite,
     docs/guides/contributing.md), the tests that share the built site run on one worker,
-    which builds it once, while the rest spread over the others."""
+    which builds it once, while the rest spread over the others. A test id that would
+    differ between the workers stops the run here, named."""
+    unstable = ids_that_change_between_runs([item.nodeid for item in items])
+    if unstable:
+        raise pytest.UsageError(
+            "test ids that change between runs (give the parameters ids): " + ", ".join(unstable)
+        )
     for item in items:
         if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("site"))
