@@ -76,6 +76,11 @@ nb_execution_mode = "force"
 nb_execution_raise_on_error = False
 nb_execution_show_tb = True
 nb_execution_timeout = 600
+# The toggle of a cell whose input is hidden (the pages hide inputs only, never outputs),
+# in the edition's language.
+_CODE_PROMPTS = {"ru": ("Показать код ячейки", "Скрыть код ячейки")}
+if language in _CODE_PROMPTS:
+    nb_code_prompt_show, nb_code_prompt_hide = _CODE_PROMPTS[language]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 
 # Links from names such as {py:func}`torch.softmax` and {py:func}`tl.load

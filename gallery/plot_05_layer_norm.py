@@ -65,9 +65,17 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # The forward kernel can store two numbers per row besides ``y``: the mean and the
 # inverse standard deviation ``rstd``. With them and ``x``, the backward pass can
 # rebuild the normalised row without reducing it again. They are worth storing only
-# when a backward pass will come, so the compile-time flag ``STATS`` decides: when no
-# gradient is to be recorded, ``layer_norm`` launches the kernel with ``STATS`` off,
-# and nothing is allocated or written for them. As on the RMSNorm page,
+# when a backward pass will come, so the flag ``STATS`` decides: when no gradient is
+# to be recorded, ``layer_norm`` launches the kernel with ``STATS`` off, and nothing is
+# written for them (their pointers lead to one spare value, allocated once).
+#
+# ``STATS`` is an ordinary argument, not a ``tl.constexpr``: the kernel tests it as it
+# runs, and one compiled kernel serves both kinds of call. A compile-time flag would
+# make two kernels, and the GPU's assembler may schedule two kernels differently: where
+# one fuses a multiply and an add into one instruction that rounds once, the other may
+# round twice. On an H200 the two results did differ in their last bits, and a result
+# should not depend on whether a gradient will be asked for. The price is one test of
+# a flag per program, nothing next to reading its rows. As on the RMSNorm page,
 # ``forward_launch`` works out the grid and ``ROWS`` once per shape:
 #
 # .. literalinclude:: /kernels/layer_norm.py

@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from .checks import check_bool, check_real, check_same_layout, check_tensor, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import cdiv
 from .runtime import interpreted
@@ -453,7 +454,7 @@ def _forward(
         else None
     )
     grid, options = forward_launch(*q.shape, causal)
-    attention_forward_kernel[grid](q, k, v, out, lse, seq_len, sm_scale * LOG2_E, **options)
+    launch(attention_forward_kernel, grid, q, k, v, out, lse, seq_len, sm_scale * LOG2_E, **options)
     return out, lse
 
 
@@ -465,17 +466,24 @@ def _backward(
     grad_q, grad_k, grad_v = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     delta = torch.empty_like(lse)
     delta_block = 64
-    attention_delta_kernel[(cdiv(seq_len, delta_block), batch * heads)](
-        out, grad_out, delta, seq_len, HEAD_DIM=head_dim, BLOCK_M=delta_block
+    launch(
+        attention_delta_kernel,
+        (cdiv(seq_len, delta_block), batch * heads),
+        out,
+        grad_out,
+        delta,
+        seq_len,
+        HEAD_DIM=head_dim,
+        BLOCK_M=delta_block,
     )
     scales = (sm_scale * LOG2_E, sm_scale)
     tiles = tiles_for("backward_kv", head_dim)
-    attention_backward_kv_kernel[(cdiv(seq_len, tiles.block_n), batch * heads)](
+    launch(attention_backward_kv_kernel, (cdiv(seq_len, tiles.block_n), batch * heads),
         q, k, v, grad_out, lse, delta, grad_k, grad_v, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip
     tiles = tiles_for("backward_q", head_dim)
-    attention_backward_q_kernel[(cdiv(seq_len, tiles.block_m), batch * heads)](
+    launch(attention_backward_q_kernel, (cdiv(seq_len, tiles.block_m), batch * heads),
         q, k, v, grad_out, lse, delta, grad_q, seq_len, *scales,
         HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
     )  # fmt: skip

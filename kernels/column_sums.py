@@ -11,6 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .direct_launch import launch
 from .launch import cdiv
 
 # Columns per program, and partial sums added at a time.
@@ -57,7 +58,7 @@ def column_sums(
     """Write the column sums of the (partials, columns) matrix ``partial_dw`` into
     ``dweight``, and those of ``partial_db`` into ``dbias`` when they are given."""
     n_partials, n_cols = partial_dw.shape
-    column_sums_kernel[(cdiv(n_cols, BLOCK_COLS),)](
+    launch(column_sums_kernel, (cdiv(n_cols, BLOCK_COLS),),
         partial_dw, partial_db, dweight, dbias, n_partials, n_cols,
         BLOCK_ROWS=BLOCK_ROWS, BLOCK_COLS=BLOCK_COLS,
     )  # fmt: skip

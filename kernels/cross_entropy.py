@@ -20,6 +20,7 @@ import triton.language as tl
 from . import liger
 from .aligned_rows import align_for, row_parts
 from .checks import check_bool, check_integer, check_rows, check_tensor, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import benchmark_rows
 from .online_softmax import online_max_and_sum, online_max_and_sum_unaligned
@@ -203,11 +204,11 @@ def _forward(
         row_max = torch.empty(n_rows, dtype=acc_torch, device=device)
         log_sum = torch.empty(n_rows, dtype=acc_torch, device=device)
         n_valid = torch.empty((), dtype=torch.int32, device=device)
-    cross_entropy_forward_kernel[(n_rows,)](
+    launch(cross_entropy_forward_kernel, (n_rows,),
         logits, targets, losses, row_max if stats else losses, log_sum if stats else losses,
         n_cols, ignore_index, **forward_options(logits.dtype, n_cols, stats),
     )  # fmt: skip
-    mean_loss_kernel[(1,)](
+    launch(mean_loss_kernel, (1,),
         losses, targets, loss, n_valid, n_rows, ignore_index,
         BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
     )  # fmt: skip
@@ -230,7 +231,7 @@ class CrossEntropyFunction(torch.autograd.Function):
         logits, targets, row_max, log_sum, n_valid = ctx.saved_tensors
         n_rows, n_cols = logits.shape
         dlogits = torch.empty_like(logits)
-        cross_entropy_backward_kernel[(n_rows,)](
+        launch(cross_entropy_backward_kernel, (n_rows,),
             logits, targets, row_max, log_sum, grad_loss, n_valid, dlogits, n_cols,
             ctx.ignore_index, ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE,
             ALIGN=align_for(logits.dtype, n_cols), num_warps=BACKWARD_WARPS,

@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from .checks import check_integer, check_real, check_tensor, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import cdiv
 from .spec import BenchmarkSpec
@@ -85,7 +86,7 @@ def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     if n_elements:
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
         grid = (cdiv(n_elements, BLOCK_SIZE),)
-        dropout_kernel[grid](x, out, n_elements, p, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
+        launch(dropout_kernel, grid, x, out, n_elements, p, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
     return out
 
 

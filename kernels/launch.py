@@ -80,8 +80,9 @@ _chosen: dict[tuple, tuple[triton.Config, dict[str, object]]] = {}
 
 def launch_tuned(
     tuner: triton.runtime.Autotuner, grid: tuple | Callable, *args: object, **constexprs: object
-) -> None:
-    """``tuner[grid](*args, **constexprs)``, with the autotuner's lookup done once per key.
+) -> tuple[triton.Config, dict[str, object]]:
+    """``tuner[grid](*args, **constexprs)``, with the autotuner's lookup done once per key;
+    returns the configuration launched and the launch options it expands to.
 
     On every call, an autotuner builds dictionaries of all its arguments to find its key
     (the values of its ``key`` arguments and the dtype of every argument that has one),
@@ -97,13 +98,14 @@ def launch_tuned(
     chosen = _chosen.get(key)
     if chosen is None:
         tuner[grid](*args, **constexprs)
-        _chosen[key] = (tuner.best_config, tuner.best_config.all_kwargs())
-        return
+        chosen = _chosen[key] = (tuner.best_config, tuner.best_config.all_kwargs())
+        return chosen
     config, options = chosen
     if config.pre_hook is not None:
         named = dict(zip(tuner.arg_names, args, strict=False))
         config.pre_hook({**named, **constexprs, **options})
     tuner.fn.run(*args, grid=grid, warmup=False, **constexprs, **options)
+    return chosen
 
 
 @functools.cache

@@ -192,12 +192,14 @@ def layer_norm_case(device: torch.device) -> LaunchCase:
     (forward only: the inputs need no gradient)."""
     x, weight, bias = _randn((ROWS, COLS), (COLS,), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
-    # Without a gradient to compute, the launcher keeps no statistics: nor does this.
-    kind, grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype, stats=False)
+    # Without a gradient to compute, the launcher keeps no statistics: nor does this
+    # (STATS false, the statistics pointed at a one-value buffer, as the launcher does).
+    no_stats = torch.empty(1, dtype=torch.float32, device=device)
+    kind, grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype)
     assert kind == "tile", kind
     bare = _launch(
-        layer_norm.layer_norm_forward_kernel, grid, x, weight, bias, out, out, out, ROWS, COLS,
-        LAYER_NORM_EPS, **options,
+        layer_norm.layer_norm_forward_kernel, grid, x, weight, bias, out, no_stats, no_stats,
+        ROWS, COLS, LAYER_NORM_EPS, False, **options,
     )  # fmt: skip
     return LaunchCase(
         inputs=_describe(x=x, weight=weight, bias=bias),

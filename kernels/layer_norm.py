@@ -22,6 +22,7 @@ import triton.language as tl
 from . import liger
 from .checks import check_normalisation, needs_grad
 from .column_sums import column_sums
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
@@ -52,11 +53,11 @@ def layer_norm_forward_kernel(
     n_rows,
     n_cols,
     eps,
+    STATS,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS: tl.constexpr,
     EVEN: tl.constexpr,
-    STATS: tl.constexpr,
 ):
     # ROWS rows per program, one per line of a (ROWS, BLOCK_SIZE) tile: a short row
     # (768 values are 1.5 KiB in bfloat16) is too little work for a program, whose
@@ -81,6 +82,9 @@ def layer_norm_forward_kernel(
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
     # Two numbers per row are all the backward pass needs besides x. STATS: there will
     # be a backward pass (without one, nothing is stored and nothing allocated for them).
+    # A plain bool, tested as the kernel runs, not a tl.constexpr: one binary serves both
+    # calls, so a result does not depend on whether a gradient is to be recorded (two
+    # binaries may fuse other multiplies and adds, and round differently).
     if STATS:
         tl.store(mean_ptr + rows, mean, mask=row_mask)
         tl.store(rstd_ptr + rows, rstd, mask=row_mask)
@@ -96,9 +100,9 @@ def layer_norm_forward_chunked_kernel(
     rstd_ptr,
     n_cols,
     eps,
+    STATS,
     ACC: tl.constexpr,
     CHUNK: tl.constexpr,
-    STATS: tl.constexpr,
 ):
     # For rows whose length is not a power of two but a multiple of CHUNK (5120, 7168):
     # the one-tile kernel would pad them to the next power of two (8192), holding
@@ -319,19 +323,17 @@ ROWS_PER_CHUNK = 512
 
 @functools.cache
 def forward_launch(
-    n_rows: int, n_cols: int, dtype: torch.dtype, stats: bool
+    n_rows: int, n_cols: int, dtype: torch.dtype
 ) -> tuple[str, tuple[int], dict[str, object]]:
     """Which forward kernel runs rows of ``n_cols`` values of ``dtype`` (``"tile"``:
     :func:`layer_norm_forward_kernel`, ``"chunked"``:
-    :func:`layer_norm_forward_chunked_kernel`), its grid and compile-time arguments;
-    ``stats``: store each row's mean and inverse standard deviation. Worked out once
-    per shape."""
+    :func:`layer_norm_forward_chunked_kernel`), its grid and compile-time arguments.
+    Worked out once per shape."""
     block = row_block(n_cols)
     acc = accumulator(dtype)
     chunk = FORWARD_CHUNK
     if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
-        options = {"ACC": acc, "CHUNK": chunk, "STATS": stats,
-                   "num_warps": warps_for(chunk, per_thread=8)}  # fmt: skip
+        options = {"ACC": acc, "CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)}
         return "chunked", (n_rows,), options
     rows = max(1, FORWARD_TILE // block)
     options = {
@@ -339,10 +341,17 @@ def forward_launch(
         "BLOCK_SIZE": block,
         "ROWS": rows,
         "EVEN": block == n_cols,
-        "STATS": stats,
         "num_warps": warps_for(rows * block, most=FORWARD_MOST_WARPS),
     }
     return "tile", (cdiv(n_rows, rows),), options
+
+
+@functools.cache
+def _no_stats(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    # Where a call without a backward pass points the kernel's mean and rstd: never
+    # written (STATS is false), but of the dtype they have when stored, so that both
+    # calls run the same compiled kernel.
+    return torch.empty(1, dtype=dtype, device=device)
 
 
 def _forward(x, weight, bias, eps, stats=True):
@@ -350,22 +359,44 @@ def _forward(x, weight, bias, eps, stats=True):
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     out = torch.empty_like(x)
+    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     if stats:
-        acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
         rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
     else:
-        # Not written by a kernel compiled with STATS=False: any pointer will do.
-        mean = rstd = out
+        mean = rstd = _no_stats(x.device, acc_dtype)
     if n_rows:
-        kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, stats)
+        kind, grid, options = forward_launch(n_rows, n_cols, x.dtype)
         if kind == "chunked":
-            layer_norm_forward_chunked_kernel[grid](
-                x, weight, bias, out, mean, rstd, n_cols, eps, **options
+            launch(
+                layer_norm_forward_chunked_kernel,
+                grid,
+                x,
+                weight,
+                bias,
+                out,
+                mean,
+                rstd,
+                n_cols,
+                eps,
+                stats,
+                **options,
             )
         else:
-            layer_norm_forward_kernel[grid](
-                x, weight, bias, out, mean, rstd, n_rows, n_cols, eps, **options
+            launch(
+                layer_norm_forward_kernel,
+                grid,
+                x,
+                weight,
+                bias,
+                out,
+                mean,
+                rstd,
+                n_rows,
+                n_cols,
+                eps,
+                stats,
+                **options,
             )
     return out, mean, rstd
 
@@ -380,7 +411,9 @@ def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
     n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
     partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_backward_kernel[(n_partials,)](
+    launch(
+        layer_norm_backward_kernel,
+        (n_partials,),
         grad_rows,
         rows,
         weight,
@@ -405,7 +438,9 @@ def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
     of rows) from another, for rows too long for the fused kernel."""
     n_rows, n_cols = rows.shape
     block = row_block(n_cols)
-    layer_norm_input_grad_kernel[(n_rows,)](
+    launch(
+        layer_norm_input_grad_kernel,
+        (n_rows,),
         grad_rows,
         rows,
         weight,
@@ -420,7 +455,9 @@ def _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx):
     n_chunks = cdiv(n_rows, ROWS_PER_CHUNK)
     partial_dw = torch.empty(n_chunks, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
-    layer_norm_weight_grads_kernel[(cdiv(n_cols, STRIP_COLS), n_chunks)](
+    launch(
+        layer_norm_weight_grads_kernel,
+        (cdiv(n_cols, STRIP_COLS), n_chunks),
         grad_rows,
         rows,
         mean,

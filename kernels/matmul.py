@@ -26,9 +26,10 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .checks import check_tensor, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import cdiv, device_capability, launch_tuned, multiprocessors, row_block
-from .runtime import interpreted, kernel_device
+from .runtime import bind_cuda_context, interpreted, kernel_device
 from .spec import BenchmarkSpec
 from .tile_dot import tile_dot
 
@@ -138,6 +139,25 @@ def matmul_kernel(
 
 
 @triton.jit
+def _descriptor_tiles(
+    a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # Step k of output tile (tile_m, tile_n): the BLOCK_M x BLOCK_K tile of A and the
+    # BLOCK_K x BLOCK_N tile of B, each loaded through its descriptor; a transposed
+    # operand's descriptor describes its transpose, whose tile is loaded and transposed.
+    if A_TRANSPOSED:
+        a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
+    else:
+        a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
+    if B_TRANSPOSED:
+        b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
+    else:
+        b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+    return a, b
+
+
+@triton.jit
 def matmul_tma_kernel(
     a_desc,
     b_desc,
@@ -168,14 +188,8 @@ def matmul_tma_kernel(
     tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if A_TRANSPOSED:
-            a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
-        else:
-            a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
-        if B_TRANSPOSED:
-            b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
-        else:
-            b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+        a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED, B_TRANSPOSED,
+                                 BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
         acc = tile_dot(a, b, acc)
     acc = epilogue(acc, ACTIVATION)
     # DTYPE is C's type, which c_desc knows too; as an argument it enters the autotune
@@ -216,14 +230,8 @@ def matmul_tma_persistent_kernel(
         tile_m, tile_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, k_steps):
-            if A_TRANSPOSED:
-                a = tl.trans(a_desc.load([k * BLOCK_K, tile_m * BLOCK_M]))
-            else:
-                a = a_desc.load([tile_m * BLOCK_M, k * BLOCK_K])
-            if B_TRANSPOSED:
-                b = tl.trans(b_desc.load([tile_n * BLOCK_N, k * BLOCK_K]))
-            else:
-                b = b_desc.load([k * BLOCK_K, tile_n * BLOCK_N])
+            a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED,
+                                     B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
             acc = tile_dot(a, b, acc)
         acc = epilogue(acc, ACTIVATION)
         c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
@@ -254,14 +262,25 @@ def _config(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config
     )
 
 
+def _tiles(
+    block_m: int, block_n: int, block_k: int, a_transposed: bool, b_transposed: bool
+) -> tuple[list[int], list[int], list[int]]:
+    # The tile shapes of the descriptors of a, b and c. The descriptor of a transposed
+    # operand describes its transpose, and so do its tiles.
+    return (
+        [block_k, block_m] if a_transposed else [block_m, block_k],
+        [block_n, block_k] if b_transposed else [block_k, block_n],
+        [block_m, block_n],
+    )
+
+
 def _set_descriptor_tiles(args: dict) -> None:
     # A descriptor carries the shape of the tiles it moves: set it to the tile sizes of
-    # the configuration about to run (called by autotune before each launch). The
-    # descriptor of a transposed operand describes its transpose, and so do its tiles.
-    block_m, block_n, block_k = args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"]
-    args["a_desc"].block_shape = [block_k, block_m] if args["A_TRANSPOSED"] else [block_m, block_k]
-    args["b_desc"].block_shape = [block_n, block_k] if args["B_TRANSPOSED"] else [block_k, block_n]
-    args["c_desc"].block_shape = [block_m, block_n]
+    # the configuration about to run (called by autotune before each launch).
+    tiles = _tiles(args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"], args["A_TRANSPOSED"],
+                   args["B_TRANSPOSED"])  # fmt: skip
+    for name, tile in zip(("a_desc", "b_desc", "c_desc"), tiles, strict=True):
+        args[name].block_shape = tile
 
 
 def _with_pre_hook(config: triton.Config, pre_hook: Callable[[dict], None] | None) -> triton.Config:
@@ -395,20 +414,66 @@ _DESCRIPTOR_DEFAULTS = {
 }
 
 
-def _descriptor(matrix: torch.Tensor) -> TensorDescriptor:
+def _descriptor(
+    matrix: torch.Tensor,
+    shape: tuple[int, ...] | None = None,
+    strides: tuple[int, ...] | None = None,
+    tile: list[int] | None = None,
+) -> TensorDescriptor:
     """``TensorDescriptor.from_tensor(matrix, [1, 1])`` without the checks its constructor
     makes at every call, which tma_applies has made (16-byte alignment, contiguous rows):
     it is built in about half the time, and a launch builds three. The tile shape is a
-    placeholder: the configuration's pre-hook sets the real one."""
+    placeholder unless ``tile`` is given: the configuration's pre-hook sets the real one.
+    ``shape`` and ``strides``, when given, describe the memory at ``matrix`` in place of
+    its own (a transposed operand's descriptor describes its transpose)."""
     descriptor = object.__new__(TensorDescriptor)
     descriptor.__dict__.update(
         _DESCRIPTOR_DEFAULTS,
         base=matrix,
-        shape=matrix.shape,
-        strides=matrix.stride(),
-        block_shape=[1, 1],
+        shape=matrix.shape if shape is None else shape,
+        strides=matrix.stride() if strides is None else strides,
+        block_shape=[1, 1] if tile is None else tile,
     )
     return descriptor
+
+
+@dataclasses.dataclass(frozen=True)
+class _TmaPlan:
+    """A TMA launch of one shape and layout as its first call worked it out (the
+    autotuner's choice, the grid, each descriptor's shape, strides and tile): what a
+    later call of the same shape and layout needs besides the matrices themselves."""
+
+    kernel: triton.runtime.JITFunction
+    grid: tuple[int]
+    views: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int]], ...]  # a, b, c
+    sizes: tuple[int, int, int, int]  # M, N, K and M's bucket
+    options: dict[str, object]
+
+
+# The plans by (a's shape, b's shape, a's strides, b's strides, dtype, device, activation).
+_tma_plans: dict[tuple, _TmaPlan] = {}
+
+
+def _plan_tma(
+    tuner: triton.runtime.Autotuner,
+    chosen: tuple[triton.Config, dict[str, object]],
+    matrices: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    sizes: tuple[int, int, int, int],
+    programs: int | None,
+    constexprs: dict[str, object],
+) -> _TmaPlan:
+    # The plan of the launch just made with ``chosen``; ``matrices`` as the descriptors
+    # saw them, ``programs`` the persistent kernel's (None: one program per tile).
+    options = chosen[1]
+    M, N = sizes[0], sizes[1]
+    tiles_m, tiles_n = cdiv(M, options["BLOCK_M"]), cdiv(N, options["BLOCK_N"])
+    grid = (tiles_m * tiles_n if programs is None else min(programs, tiles_m * tiles_n),)
+    tiles = _tiles(options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"],
+                   constexprs["A_TRANSPOSED"], constexprs["B_TRANSPOSED"])  # fmt: skip
+    views = tuple(
+        (tuple(t.shape), tuple(t.stride()), tile) for t, tile in zip(matrices, tiles, strict=True)
+    )
+    return _TmaPlan(tuner.fn, grid, views, sizes, {**constexprs, **options})
 
 
 def _grid(M: int, N: int):
@@ -459,6 +524,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
         return MatmulFunction.apply(a, b, activation)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    # A shape and layout launched before through TMA: its plan, if the matrices start on
+    # 16-byte boundaries as TMA needs (the rest of what tma_applies checks is in the key).
+    key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation)
+    plan = _tma_plans.get(key)
+    if plan is not None and not (a.data_ptr() % 16 or b.data_ptr() % 16):
+        (a_view, b_view, c_view), grid = plan.views, plan.grid
+        launch(
+            plan.kernel, grid, _descriptor(a, *a_view), _descriptor(b, *b_view),
+            _descriptor(c, *c_view), *plan.sizes, **plan.options,
+        )  # fmt: skip
+        return c
     if M == 0 or N == 0:
         return c
     if K == 0:
@@ -468,25 +544,23 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     # Each operand as a descriptor sees it: a transposed one as its transpose.
     a_rows = a.t() if layout["A_TRANSPOSED"] else a
     b_rows = b.t() if layout["B_TRANSPOSED"] else b
-    m_bucket = row_block(M)
+    sizes = (M, N, K, row_block(M))
     if tma_applies(a_rows, b_rows, c):
+        bind_cuda_context(a.device)
         descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
+        constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype], **layout}
         if M * N >= PERSISTENT_MIN_OUTPUT:
             programs = 4 if interpreted() else PROGRAMS_PER_SM * multiprocessors(a.device)
-            launch_tuned(
-                tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs),
-                *descriptors, M, N, K, m_bucket, ACTIVATION=activation,
-                DTYPE=TRITON_DTYPES[a.dtype], PROGRAMS=programs, FLATTEN=True, **layout,
-            )  # fmt: skip
-            return c
-        launch_tuned(
-            tuned_matmul_tma_kernel, _grid(M, N), *descriptors, M, N, K, m_bucket,
-            ACTIVATION=activation, DTYPE=TRITON_DTYPES[a.dtype], **layout,
-        )  # fmt: skip
+            constexprs |= {"PROGRAMS": programs, "FLATTEN": True}
+            tuner, grid = tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs)
+        else:
+            programs, tuner, grid = None, tuned_matmul_tma_kernel, _grid(M, N)
+        chosen = launch_tuned(tuner, grid, *descriptors, *sizes, **constexprs)
+        _tma_plans[key] = _plan_tma(tuner, chosen, (a_rows, b_rows, c), sizes, programs, constexprs)
     else:
         launch_tuned(
             tuned_matmul_kernel, _grid(M, N),
-            a, b, c, M, N, K, m_bucket, *a.stride(), *b.stride(), *c.stride(),
+            a, b, c, *sizes, *a.stride(), *b.stride(), *c.stride(),
             ACTIVATION=activation, **layout,
         )  # fmt: skip
     return c

@@ -20,6 +20,7 @@ import triton.language as tl
 from . import liger
 from .aligned_rows import align_for, row_parts
 from .checks import check_rows, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import (
     ROW_DTYPES,
@@ -200,19 +201,21 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         return out
     kind, grid, options = forward_launch(n_rows, n_cols, x.dtype, x.device)
     if kind == "row":
-        softmax_kernel[grid](x, out, n_cols, **options)
+        launch(softmax_kernel, grid, x, out, n_cols, **options)
     elif kind == "prefetch":
         # Fewer programs than rows: each needs to know where the rows end.
-        softmax_prefetch_kernel[grid](x, out, n_rows, n_cols, **options)
+        launch(softmax_prefetch_kernel, grid, x, out, n_rows, n_cols, **options)
     else:
-        softmax_looped_kernel[grid](x, out, n_cols, **options)
+        launch(softmax_looped_kernel, grid, x, out, n_cols, **options)
     return out
 
 
 # The backward kernel holds two rows, y and dy: rows up to this length stay whole in
-# registers (together as many values as the forward kernel's longest fused row); longer
-# rows are walked in tiles of BACKWARD_LOOP_BLOCK values. Not swept on a GPU yet.
+# registers (together as many values as the forward kernel's longest fused row), about
+# BACKWARD_VALUES_PER_THREAD values of each per thread; longer rows are walked in tiles
+# of BACKWARD_LOOP_BLOCK values. Not swept on a GPU yet.
 BACKWARD_MAX_FUSED_COLS = 16384
+BACKWARD_VALUES_PER_THREAD = 32
 BACKWARD_LOOP_BLOCK = 8192
 BACKWARD_LOOP_WARPS = 16
 
@@ -306,16 +309,16 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
         return dx.view_as(y)
     acc = accumulator(y.dtype)
     if n_cols > BACKWARD_MAX_FUSED_COLS:
-        softmax_backward_looped_kernel[(n_rows,)](
+        launch(softmax_backward_looped_kernel, (n_rows,),
             rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
             EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, ALIGN=align_for(y.dtype, n_cols),
             num_warps=BACKWARD_LOOP_WARPS,
         )  # fmt: skip
     else:
         block = row_block(n_cols)
-        softmax_backward_kernel[(n_rows,)](
+        launch(softmax_backward_kernel, (n_rows,),
             rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=warps_for(block),
+            num_warps=warps_for(block, per_thread=BACKWARD_VALUES_PER_THREAD),
         )  # fmt: skip
     return dx.view_as(y)
 

@@ -21,6 +21,7 @@ import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
 from .checks import check_same_layout, check_tensor, needs_grad
+from .direct_launch import launch
 from .first_order import first_order_only
 from .launch import accumulator, cdiv
 
@@ -91,8 +92,15 @@ def _forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(gate)
     n_elements = gate.numel()
     if n_elements:
-        swiglu_forward_kernel[_grid(n_elements)](
-            gate, up, out, n_elements, ACC=accumulator(gate.dtype), BLOCK_SIZE=BLOCK_SIZE
+        launch(
+            swiglu_forward_kernel,
+            _grid(n_elements),
+            gate,
+            up,
+            out,
+            n_elements,
+            ACC=accumulator(gate.dtype),
+            BLOCK_SIZE=BLOCK_SIZE,
         )
     return out
 
@@ -104,7 +112,7 @@ def _backward(
     dup = torch.empty_like(up) if want_dup else None
     n_elements = gate.numel()
     if n_elements and (want_dgate or want_dup):
-        swiglu_backward_kernel[_grid(n_elements)](
+        launch(swiglu_backward_kernel, _grid(n_elements),
             gate, up, dout, dgate, dup, n_elements,
             ACC=accumulator(gate.dtype), BLOCK_SIZE=BLOCK_SIZE,
         )  # fmt: skip

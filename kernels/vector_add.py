@@ -18,6 +18,7 @@ from .checks import (
     check_tensor,
     needs_grad,
 )
+from .direct_launch import launch
 from .launch import cdiv
 from .spec import BenchmarkSpec
 
@@ -105,7 +106,7 @@ def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> to
         return out
     # One program per tile; cdiv rounds up so the tail tile is launched too.
     grid = (cdiv(n_elements, BLOCK_SIZE),)
-    add_tail_apart_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
+    launch(add_tail_apart_kernel, grid, x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
     return out
 
 

@@ -40,13 +40,14 @@ def test_rms_norm_forward_takes_several_rows_in_vectors(rows: int, block: int) -
     assert vector_loads(ptx)
 
 
-@pytest.mark.parametrize(("rows", "block", "stats"), [(4, 1024, False), (1, 8192, True)])
-def test_layer_norm_forward_takes_several_rows_in_vectors(rows: int, block: int, stats: bool):
-    signature = {**NORM_ARGS, "bias_ptr": "*bf16", "mean_ptr": "*fp32", "rstd_ptr": "*fp32"}
+@pytest.mark.parametrize(("rows", "block"), [(4, 1024), (1, 8192)])
+def test_layer_norm_forward_takes_several_rows_in_vectors(rows: int, block: int) -> None:
+    signature = {**NORM_ARGS, "bias_ptr": "*bf16", "mean_ptr": "*fp32", "rstd_ptr": "*fp32",
+                 "STATS": "i1"}  # fmt: skip
     signature = {name: signature[name] for name in ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr",
-                 "mean_ptr", "rstd_ptr", "n_rows", "n_cols", "eps")}  # fmt: skip
+                 "mean_ptr", "rstd_ptr", "n_rows", "n_cols", "eps", "STATS")}  # fmt: skip
     ptx = ptx_of("kernels.layer_norm:layer_norm_forward_kernel", signature,
-                 {"ACC": F32, "BLOCK_SIZE": block, "ROWS": rows, "EVEN": False, "STATS": stats},
+                 {"ACC": F32, "BLOCK_SIZE": block, "ROWS": rows, "EVEN": False},
                  ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr", "n_cols"), num_warps=8)  # fmt: skip
     assert vector_loads(ptx)
 
@@ -182,8 +183,9 @@ def test_layer_norm_chunked_forward_loads_vectors() -> None:
         "rstd_ptr": "*fp32",
         "n_cols": "i32",
         "eps": "fp32",
+        "STATS": "i1",
     }
-    options = {"ACC": F32, "CHUNK": 1024, "STATS": True}
+    options = {"ACC": F32, "CHUNK": 1024}
     ptx = ptx_of(
         "kernels.layer_norm:layer_norm_forward_chunked_kernel",
         signature,

@@ -86,3 +86,13 @@ def test_russian_gallery_page_prints_its_table_and_caption_in_russian(
     # The English edition's copy of the page, built first, kept its English output.
     english = russian_build.html.parent / "en" / "docs/examples/plot_01_vector_add.html"
     assert "Sizes where one call moves" in text_of(english.read_text(encoding="utf-8"))
+
+
+def test_russian_lesson_5_glues_measured_sentences_in_russian(russian_build: DocsBuild) -> None:
+    # Paragraphs that quote the records are glued whole, in the build's language; and the
+    # toggle of a hidden cell is in Russian too.
+    html = russian_build.page("docs/lessons/05_measuring.html")
+    text = text_of(html)
+    assert "Вместе два потолка образуют" in text
+    assert "Together the two ceilings" not in text
+    assert "Показать код ячейки" in html and "Show code cell" not in html

@@ -2,11 +2,13 @@
 timing logic (with a stand-in clock) and the launch cases (in the interpreter)."""
 
 import gc
+import inspect
 import json
 import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 import pytest
@@ -18,6 +20,7 @@ from kernels import (
     attention,
     bench,
     cross_entropy,
+    direct_launch,
     dropout,
     fingerprint,
     launch,
@@ -427,7 +430,9 @@ KERNELS = {
 
 
 class Recorder:
-    """Stands in for a kernel: records each ``kernel[grid](*args, **kwargs)`` and runs it."""
+    """Stands in for a kernel: records each ``kernel[grid](*args, **kwargs)``, and each
+    ``kernel.run(*args, grid=grid, ...)`` (how :mod:`kernels.direct_launch` launches a
+    specialisation the first time), and runs it."""
 
     def __init__(self, name: str, kernel: object, launches: list) -> None:
         self.name, self.kernel, self.launches = name, kernel, launches
@@ -439,9 +444,17 @@ class Recorder:
 
         return launch
 
+    def run(self, *args: object, grid: object, warmup: bool, **kwargs: object) -> object:
+        self.launches.append((self.name, grid, args, kwargs))
+        return self.kernel.run(*args, grid=grid, warmup=warmup, **kwargs)
+
     def __getattr__(self, attribute: str) -> object:
         # An autotuner's own attributes (its key, its argument names), which
         # kernels.launch.launch_tuned reads before its first launch goes through here.
+        if attribute == "params" and not hasattr(self.kernel, "params"):
+            # The interpreter's kernels have no params, whose defaults direct_launch reads.
+            signature = inspect.signature(self.kernel.fn).parameters.values()
+            return [SimpleNamespace(name=p.name, default=p.default) for p in signature]
         return getattr(self.kernel, attribute)
 
 
@@ -463,13 +476,26 @@ def _launch_of(launch: tuple) -> tuple:
             {k: _comparable(v) for k, v in kwargs.items()})  # fmt: skip
 
 
+@pytest.mark.parametrize("direct", [False, True], ids=["kernel-grid", "direct"])
 @pytest.mark.parametrize("name", launch_cost.LAUNCHERS)
 def test_the_bare_launch_is_the_launchers_own_launch(
-    name: str, monkeypatch: pytest.MonkeyPatch
+    name: str, direct: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launches: list = []
-    # A choice launch_tuned remembers would skip the recorder's launch.
+    # A choice launch_tuned remembers, or a plan matmul made from one, would skip the
+    # recorder's launch.
     monkeypatch.setattr(launch, "_chosen", {})
+    monkeypatch.setattr(matmul, "_tma_plans", {})
+    # The two ways kernels.direct_launch launches a kernel the first time: through
+    # kernel[grid] (the interpreter, or DIRECT off) and through kernel.run (on a GPU).
+    # Without a GPU, the direct way runs the interpreter's kernel.run, with a stand-in
+    # for the driver (only its current device is asked for, to key the cache).
+    monkeypatch.setattr(direct_launch, "DIRECT", direct)
+    monkeypatch.setattr(direct_launch, "_INTERPRETED", interpreted() and not direct)
+    monkeypatch.setattr(direct_launch, "_compiled", {})
+    if direct and interpreted():
+        stand_in = SimpleNamespace(active=SimpleNamespace(get_current_device=lambda: 0))
+        monkeypatch.setattr(direct_launch, "driver", stand_in)
     for module, attribute in KERNELS[name]:
         recorder = Recorder(attribute, getattr(module, attribute), launches)
         monkeypatch.setattr(module, attribute, recorder)

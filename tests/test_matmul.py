@@ -7,6 +7,7 @@ autotune key, and gradients through the kernels."""
 
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -238,6 +239,13 @@ def test_few_rows_match_float64(m: int, transposed: bool) -> None:
     assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.bfloat16)
 
 
+@pytest.fixture(autouse=True)
+def no_earlier_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without the TMA plans of earlier tests: a test that turns TMA off
+    for a shape another test launched through it must not find that launch's plan."""
+    monkeypatch.setattr(matmul, "_tma_plans", {})
+
+
 @pytest.fixture
 def fresh_autotune_cache():
     """Empty autotune caches, so that what a test launches is tuned afresh and the
@@ -272,7 +280,9 @@ def test_each_candidate_tile_gives_the_product(
     reference = a.double() @ b.double()
     assert matmul.tma_applies(*_as_descriptors_see_them(a, b))
     assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
+    # Without TMA, and without the plan the first call made for this shape through it.
     monkeypatch.setattr(matmul, "tma_applies", lambda *matrices: False)
+    monkeypatch.setattr(matmul, "_tma_plans", {})
     assert_close_to_float64(matmul.matmul(a, b), reference, torch.float16)
     for kernel in (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel):
         assert [chosen.kwargs for chosen in kernel.cache.values()] == [config.kwargs]
@@ -432,3 +442,13 @@ def test_the_persistent_kernel_gives_the_product(
     out = matmul.matmul(a, b, "relu")
     assert_close_to_float64(out, torch.relu(a.double() @ b.double()), torch.float16)
     assert matmul.tuned_matmul_tma_persistent_kernel.cache
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.dtype) -> None:
+    # Autograd's backward thread was such a thread: on the H200 its first TMA launch
+    # failed with "invalid device context" (kernels.runtime.bind_cuda_context).
+    a, b = half(40, 64, dtype=dtype), half(64, 48, dtype=dtype)
+    with ThreadPoolExecutor(max_workers=1) as fresh_thread:
+        product = fresh_thread.submit(matmul.matmul, a, b).result()  # raises what it raised
+    assert_close_to_float64(product, a.double() @ b.double(), dtype)
