@@ -12,7 +12,9 @@ For every launcher of the course, :func:`measure` times it three ways:
   driver);
 - ``PyTorch``: PyTorch's equivalent operation, in eager mode.
 
-The first minus the second is the launcher's own Python.
+The first minus the second is the launcher's own Python, less what its direct launch
+(:mod:`kernels.direct_launch`) saves over ``kernel[grid](...)``: negative where the
+saving is the larger.
 
 How a way is timed (:func:`host_times_us`): after a warm-up (compilation, autotuning,
 the allocator's first blocks), CALLS calls back to back and one

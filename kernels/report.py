@@ -302,7 +302,8 @@ def launch_table(record: LaunchOverhead) -> ResultTable:
                            [], [], [])  # fmt: skip
     caption = [
         "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
-        "own Python (checks, allocation, autograd wiring)."
+        "own Python (checks, allocation, autograd wiring) less what its direct launch "
+        "saves over kernel[grid] (negative where the saving is larger)."
     ]
     header = ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch"]
     rows = [
