@@ -24,7 +24,6 @@ class DocsBuild:
     returncode: int
     log: str
     language: str = "en"
-    interpret: bool = False
 
     def page(self, name: str) -> str:
         """The HTML of the page at ``name`` (a path under the output folder)."""
@@ -33,7 +32,7 @@ class DocsBuild:
     def rebuild(self, *, draft: bool = False) -> "DocsBuild":
         """Build the same copy again, as a second ``nox -s docs`` (``-- --draft``) would."""
         return sphinx_build(self.source, self.html.parent.parent, draft=draft,
-                            language=self.language, interpret=self.interpret)  # fmt: skip
+                            language=self.language)  # fmt: skip
 
 
 # Files of a checkout that are not sources: builds, environments, caches.
@@ -54,26 +53,14 @@ def copy_of_the_course(destination: Path) -> Path:
 
 
 def sphinx_build(
-    source: Path,
-    out: Path,
-    *,
-    draft: bool = False,
-    language: str = "en",
-    interpret: bool = False,
+    source: Path, out: Path, *, draft: bool = False, language: str = "en"
 ) -> DocsBuild:
     """``sphinx-build -W --keep-going`` of the ``language`` edition of ``source`` into
     ``out/html/<language>``, as ``nox -s docs`` builds each edition, without measuring:
-    on a GPU machine too, the pages are drawn from the records (NINJA_GAP_MEASURE=0).
-
-    ``interpret`` runs the examples' kernels in Triton's interpreter even on a GPU
-    machine, for tests about the build itself rather than the kernels: on a GPU runner
-    with a cold compile cache, one build compiles every kernel and autotuning candidate
-    of the gallery, minutes each time (on the H200, four builds took over 420 s)."""
+    on a GPU machine too, the pages are drawn from the records (NINJA_GAP_MEASURE=0)."""
     html, doctrees = out / "html" / language, out / "doctrees" / language
     env = {**os.environ, "NINJA_GAP_MEASURE": "0", "NINJA_GAP_DRAFT": "1" if draft else "0",
            "NINJA_GAP_LANGUAGE": language}  # fmt: skip
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
     result = subprocess.run(
         # --no-color: a CI that sets FORCE_COLOR would otherwise put escape codes
         # into the log lines that the tests read.
@@ -81,8 +68,7 @@ def sphinx_build(
          "-d", str(doctrees), str(source), str(html)],
         capture_output=True, text=True, cwd=source, env=env, timeout=1200,
     )  # fmt: skip
-    log = result.stdout + result.stderr
-    return DocsBuild(source, html, result.returncode, log, language, interpret)
+    return DocsBuild(source, html, result.returncode, result.stdout + result.stderr, language)
 
 
 @pytest.fixture(scope="session")

@@ -219,12 +219,9 @@ def _read_and_ran(log: str) -> tuple[list[str], int]:
 def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    # What runs again is the build's business, not the kernels': in the interpreter, so
-    # that five builds on a GPU runner do not compile the whole gallery (the site tests
-    # build it on the GPU once, through ``docs_build``).
     out = tmp_path_factory.mktemp("rebuild")
     course = copy_of_the_course(out / "course")
-    first = sphinx_build(course, out, interpret=True)
+    first = sphinx_build(course, out)
     assert first.returncode == 0, first.log[-3000:]
     assert _read_and_ran(first.log)[1] == len(GALLERY_PAGES)
 
