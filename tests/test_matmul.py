@@ -452,3 +452,18 @@ def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.
     with ThreadPoolExecutor(max_workers=1) as fresh_thread:
         product = fresh_thread.submit(matmul.matmul, a, b).result()  # raises what it raised
     assert_close_to_float64(product, a.double() @ b.double(), dtype)
+
+
+@pytest.mark.parametrize(
+    "tuner",
+    [
+        matmul.tuned_matmul_kernel,
+        matmul.tuned_matmul_tma_kernel,
+        matmul.tuned_matmul_tma_persistent_kernel,
+    ],
+    ids=["pointers", "descriptors", "persistent"],
+)
+def test_autotune_ranks_candidates_by_gpu_time(tuner: object) -> None:
+    # Not Triton's default do_bench, whose events around each call time the host for
+    # a kernel shorter than its launch.
+    assert tuner.do_bench is matmul.candidate_gpu_time
