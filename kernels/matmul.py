@@ -546,6 +546,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
         return MatmulFunction.apply(a, b, activation)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    # Both TMA paths below, a planned launch and a first one, build descriptors, which
+    # need the thread bound to the device's context (once per thread: a cheap check after).
+    bind_cuda_context(a.device)
     # A shape and layout launched before through TMA: its plan, if the matrices start on
     # 16-byte boundaries as TMA needs (the rest of what tma_applies checks is in the key).
     key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation)
@@ -568,7 +571,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     b_rows = b.t() if layout["B_TRANSPOSED"] else b
     sizes = (M, N, K, row_block(M))
     if tma_applies(a_rows, b_rows, c):
-        bind_cuda_context(a.device)
         descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
         constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype], **layout}
         if M * N >= PERSISTENT_MIN_OUTPUT:
