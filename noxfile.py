@@ -7,6 +7,7 @@ running environment as it is and install nothing (see docs/guides/contributing.m
 """
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -107,6 +108,25 @@ def catalogs(session: nox.Session) -> None:
     languages = [arg for language in EDITIONS[1:] for arg in ("-l", language)]
     session.run(python(session), "-m", "sphinx_intl", "update", "-p", "_build/gettext",
                 "-d", LOCALE_DIR, *languages)  # fmt: skip
+    for catalog in Path(LOCALE_DIR).glob("*/LC_MESSAGES/docs/examples/*.po"):
+        text = catalog.read_text(encoding="utf-8")
+        kept = without_running_times(text)
+        if kept != text:
+            catalog.write_text(kept, encoding="utf-8")
+
+
+# sphinx-gallery's line under each example, with the seconds of the run that extracted it.
+RUNNING_TIME = re.compile(r'^(#~ )?msgid "\*\*Total running time of the script:\*\*', re.M)
+
+
+def without_running_times(catalog: str) -> str:
+    """``catalog`` (a ``.po`` file's text) without the entries, current or obsolete, of
+    the gallery's "Total running time" line: its seconds change with every run, so each
+    ``nox -s catalogs`` would add a new message and keep the old one as obsolete, a
+    change to every example's catalog with nothing to translate."""
+    entries = catalog.rstrip("\n").split("\n\n")
+    kept = [entry for entry in entries if not RUNNING_TIME.search(entry)]
+    return catalog if len(kept) == len(entries) else "\n\n".join(kept) + "\n"
 
 
 @nox.session
