@@ -5,6 +5,7 @@ infinity through the activations, GELU without overflow, every layout (transpose
 operands, sliced views) on both kernels, few rows, each candidate configuration, the
 autotune key, and gradients through the kernels."""
 
+import threading
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -452,3 +453,33 @@ def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.
     with ThreadPoolExecutor(max_workers=1) as fresh_thread:
         product = fresh_thread.submit(matmul.matmul, a, b).result()  # raises what it raised
     assert_close_to_float64(product, a.double() @ b.double(), dtype)
+
+
+@pytest.mark.parametrize(
+    "tuner",
+    [
+        matmul.tuned_matmul_kernel,
+        matmul.tuned_matmul_tma_kernel,
+        matmul.tuned_matmul_tma_persistent_kernel,
+    ],
+    ids=["pointers", "descriptors", "persistent"],
+)
+def test_autotune_ranks_candidates_by_gpu_time(tuner: object) -> None:
+    # Not Triton's default do_bench, whose events around each call time the host for
+    # a kernel shorter than its launch.
+    assert tuner.do_bench is matmul.candidate_gpu_time
+
+
+def test_a_product_binds_its_thread_on_the_planned_path_too(monkeypatch: pytest.MonkeyPatch):
+    # A shape launched before goes through its plan; on a thread whose first CUDA work it
+    # is (autograd's), its descriptors need the bound context as much as the first time.
+    bound: list[threading.Thread] = []
+    monkeypatch.setattr(matmul, "bind_cuda_context", lambda device: bound.append(
+        threading.current_thread()))  # fmt: skip
+    monkeypatch.setattr(matmul, "_tma_plans", {})
+    a, b = half(40, 64, dtype=torch.float16), half(64, 48, dtype=torch.float16)
+    matmul.matmul(a, b)
+    assert len(matmul._tma_plans) == 1
+    with ThreadPoolExecutor(max_workers=1) as fresh_thread:
+        fresh_thread.submit(matmul.matmul, a, b).result()
+    assert len(bound) == 2 and bound[1] is not bound[0]
