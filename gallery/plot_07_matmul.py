@@ -323,6 +323,16 @@ set_caption(
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: _candidates
 #
+# The candidates are ranked by their time on the GPU alone. Triton's default timer,
+# ``triton.testing.do_bench``, records an event before and after each call; a 1024 x
+# 1024 product runs for a few microseconds, less than its launch from Python takes, so
+# between the events the GPU mostly waits for the host, and the ranking follows the
+# host's noise. ``candidate_gpu_time`` replays a CUDA graph of many calls instead, in
+# which no Python runs:
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: candidate_gpu_time
+#
 # .. literalinclude:: /kernels/matmul.py
 #    :start-at: # One configuration per key
 #    :end-at: )(matmul_kernel)
