@@ -71,11 +71,29 @@ def sphinx_build(
     return DocsBuild(source, html, result.returncode, result.stdout + result.stderr, language)
 
 
+# Where docs_build keeps the course as its build left it (see built_course).
+AS_BUILT = "course-as-built"
+
+
 @pytest.fixture(scope="session")
 def docs_build(tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
     """Build the whole English edition once, as the README's build line does, from a copy."""
     out = tmp_path_factory.mktemp("site")
-    return sphinx_build(copy_of_the_course(out / "course"), out)
+    build = sphinx_build(copy_of_the_course(out / "course"), out)
+    # Before the Russian edition runs the examples again in the same copy, keep what the
+    # English build left there (the gallery's pages, figures and run stamps).
+    shutil.copytree(build.source, out / AS_BUILT, symlinks=True)
+    return build
+
+
+@pytest.fixture
+def built_course(docs_build: DocsBuild, tmp_path: Path) -> Path:
+    """A copy of the course as the English build left it, for a test that changes it and
+    builds again: its examples do not run again until what they depend on changes, so
+    such a test does not pay for a whole build of its own (minutes on a GPU runner,
+    where every example compiles and autotunes its kernels)."""
+    return shutil.copytree(docs_build.html.parent.parent / AS_BUILT, tmp_path / "course",
+                           symlinks=True)  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +105,7 @@ def russian_build(docs_build: DocsBuild) -> DocsBuild:
 
 # The fixtures that build the site: minutes each, and more on a GPU, where the examples
 # run real kernels.
-SITE_FIXTURES = {"docs_build", "russian_build"}
+SITE_FIXTURES = {"docs_build", "russian_build", "built_course"}
 
 
 def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
