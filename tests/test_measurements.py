@@ -147,6 +147,7 @@ def test_peak_memory_may_be_null_where_a_provider_ran_out_of_memory() -> None:
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b"{", "not valid JSON"),
     ],
+    ids=["not-utf-8", "nested", "not-json"],  # the bytes themselves would make a 100 kB id
 )
 def test_unreadable_files_are_named(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes, message: str
