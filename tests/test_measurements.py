@@ -61,8 +61,8 @@ def test_every_record_comes_from_one_gpu_and_a_committed_tree() -> None:
 def test_the_records_of_one_kernel_module_come_from_one_commit() -> None:
     """A page sets the benchmarks of its module side by side (matmul's square, linear-layer
     and skinny products), so they are re-measured together. Modules may differ: each
-    record's fingerprint holds it to its own code (the test above), so a change to one
-    kernel needs only its module's records again, not a whole new set."""
+    record's fingerprint holds it to its own code (``load_current`` refuses a stale one),
+    so a change to one kernel needs only its module's records again, not a whole new set."""
     commits: dict[str, set[str]] = {}
     for spec in BENCHMARKS.values():
         commits.setdefault(spec.module, set()).add(load_current(spec).code.commit)
@@ -157,7 +157,7 @@ def test_peak_memory_may_be_null_where_a_provider_ran_out_of_memory() -> None:
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b"{", "not valid JSON"),
     ],
-    ids=["not-utf-8", "nested", "not-json"],  # the bytes themselves would make a 100 kB id
+    ids=["not-utf-8", "nested", "not-json"],  # the bytes themselves would make a 200 kB id
 )
 def test_unreadable_files_are_named(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes, message: str
