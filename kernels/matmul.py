@@ -354,11 +354,10 @@ def candidate_gpu_time(kernel_call: Callable[[], None], quantiles: list[float]) 
     Triton's default, ``do_bench``, puts events around each call. A small product's
     kernel (a few microseconds at 1024 x 1024) is shorter than its launch from Python
     (the pre-hook, three descriptors encoded), so between the events the GPU mostly
-    waits for the host, and the candidates are ranked by the host's noise: in two H200
-    builds the 1024 x 1024 product ran 0.99x and then 0.73x as fast as cuBLAS with the
-    configuration each chose, at a call time five times its kernel time. A replay
-    leaves the host out. It does not flush the L2 between calls, which
-    the candidates share alike."""
+    waits for the host, and the candidates are ranked by the host's noise: two H200
+    builds of the same code chose different configurations for the 1024 x 1024
+    product, one of them far slower than cuBLAS. A replay leaves the host out. It does
+    not flush the L2 between calls, which the candidates share alike."""
     return triton.testing.do_bench_cudagraph(kernel_call, rep=TUNING_REP_MS, quantiles=quantiles)
 
 
