@@ -1,14 +1,16 @@
-"""Shared fixtures: the repository root, and one real docs build per test session."""
+"""Shared fixtures: the repository root, and one real docs build per test run."""
 
 import os
 import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
+from once_per_run import once_per_run
 
 import kernels  # noqa: F401  (selects the interpreter on machines without a GPU)
 
@@ -75,15 +77,31 @@ def sphinx_build(
 AS_BUILT = "course-as-built"
 
 
+def _shared_build(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], DocsBuild]
+) -> DocsBuild:
+    """``build(folder)``, done once per test run whichever xdist worker asks first."""
+
+    def make(folder: Path) -> dict[str, object]:
+        made = build(folder)
+        return {**asdict(made), "source": str(made.source), "html": str(made.html)}
+
+    fields = once_per_run(tmp_path_factory, name, make)
+    return DocsBuild(**{**fields, "source": Path(fields["source"]), "html": Path(fields["html"])})
+
+
 @pytest.fixture(scope="session")
 def docs_build(tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
     """Build the whole English edition once, as the README's build line does, from a copy."""
-    out = tmp_path_factory.mktemp("site")
-    build = sphinx_build(copy_of_the_course(out / "course"), out)
-    # Before the Russian edition runs the examples again in the same copy, keep what the
-    # English build left there (the gallery's pages, figures and run stamps).
-    shutil.copytree(build.source, out / AS_BUILT, symlinks=True)
-    return build
+
+    def build(out: Path) -> DocsBuild:
+        made = sphinx_build(copy_of_the_course(out / "course"), out)
+        # Before the Russian edition runs the examples again in the same copy, keep what
+        # the English build left there (the gallery's pages, figures and run stamps).
+        shutil.copytree(made.source, out / AS_BUILT, symlinks=True)
+        return made
+
+    return _shared_build(tmp_path_factory, "site", build)
 
 
 @pytest.fixture
@@ -97,15 +115,14 @@ def built_course(docs_build: DocsBuild, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def russian_build(docs_build: DocsBuild) -> DocsBuild:
+def russian_build(docs_build: DocsBuild, tmp_path_factory: pytest.TempPathFactory) -> DocsBuild:
     """The Russian edition of the same copy, beside the English one, as ``nox -s docs``
     builds it second (its examples run again, to print in Russian)."""
-    return sphinx_build(docs_build.source, docs_build.html.parent.parent, language="ru")
 
+    def build(_: Path) -> DocsBuild:
+        return sphinx_build(docs_build.source, docs_build.html.parent.parent, language="ru")
 
-# The fixtures that build the site: minutes each, and more on a GPU, where the examples
-# run real kernels.
-SITE_FIXTURES = {"docs_build", "russian_build", "built_course"}
+    return _shared_build(tmp_path_factory, "russian-site", build)
 
 
 def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
@@ -116,15 +133,10 @@ def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist with ``--dist loadgroup`` (how a GPU runner spreads the suite,
-    docs/guides/contributing.md), the tests that share the built site run on one worker,
-    which builds it once, while the rest spread over the others. A test id that would
-    differ between the workers stops the run here, named."""
+    """A test id that would differ between pytest-xdist's workers stops the run here,
+    named (how a GPU runner spreads the suite: docs/guides/contributing.md)."""
     unstable = ids_that_change_between_runs([item.nodeid for item in items])
     if unstable:
         raise pytest.UsageError(
             "test ids that change between runs (give the parameters ids): " + ", ".join(unstable)
         )
-    for item in items:
-        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("site"))

@@ -35,13 +35,6 @@ def test_build_succeeds_without_warnings(docs_build: DocsBuild) -> None:
     )
 
 
-def test_tests_that_share_the_built_site_stay_on_one_xdist_worker(
-    docs_build: DocsBuild, request: pytest.FixtureRequest
-) -> None:
-    marker = request.node.get_closest_marker("xdist_group")
-    assert marker is not None and marker.args == ("site",)
-
-
 def test_site_root_leads_to_the_home_page(docs_build: DocsBuild) -> None:
     assert "url=docs/index.html" in docs_build.page("index.html")
 
