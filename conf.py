@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 import kernels  # noqa: F401  (picks GPU or interpreter before any kernel module loads)
-from kernels.bench import draft, measuring
+from kernels.bench import measuring
 
 project = "Closing the Ninja Gap"
 author = "The Closing the Ninja Gap authors"
@@ -92,10 +92,6 @@ intersphinx_mapping = {
     "triton": ("https://triton-lang.org/main/", "docs/inventories/triton.inv"),
 }
 myst_heading_anchors = 3
-
-# A draft build (nox -s docs -- --draft) draws placeholders for missing or stale records;
-# switching between draft and normal builds runs every page again (see course_build).
-ninja_gap_draft = draft()
 
 # sphinx-gallery: one script per kernel. Its own cache looks at the script alone;
 # course_build also re-runs an example when a kernels/ module it uses or a record it

@@ -504,6 +504,22 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     return recorded(spec)
 
 
+def unusable_records(names: Collection[str]) -> set[str]:
+    """Those of the records ``names`` that a build which is not a draft would refuse:
+    missing, malformed or stale. A draft build draws a placeholder for each of them, and
+    draws every other record exactly as a normal build does."""
+    specs = discover()
+    unusable = set()
+    for name in names:
+        load = (_launch_record().load_current_launch_overhead if name == LAUNCH_OVERHEAD
+                else functools.partial(load_current, specs[name]))  # fmt: skip
+        try:
+            load()
+        except MeasurementError:
+            unusable.add(name)
+    return unusable
+
+
 def records_of(modules: Collection[str]) -> set[str]:
     """The records that code importing ``modules`` (names such as ``kernels.softmax``) can
     draw: those of the benchmarks the modules declare, and launch_overhead for the module

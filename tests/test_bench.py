@@ -399,6 +399,24 @@ def records_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_unusable_records_are_the_ones_a_normal_build_refuses(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Every committed record matches the code (test_measurements checks it) ...
+    names = {"vector_add", "softmax", bench.LAUNCH_OVERHEAD}
+    assert bench.unusable_records(names) == set()
+    committed = measurements.MEASUREMENTS_DIR
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    # ... none is usable in an empty folder, launch_overhead included ...
+    assert bench.unusable_records(names) == names
+    # ... and of a good record, a missing one and a stale one, the last two are named.
+    shutil.copy(committed / "launch_overhead.json", tmp_path)
+    doc = json.loads((committed / "vector_add.json").read_text(encoding="utf-8"))
+    doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
+    (tmp_path / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert bench.unusable_records(names) == {"vector_add", "softmax"}
+
+
 def test_a_missing_record_fails_unless_the_build_is_a_draft(
     records_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -228,6 +228,12 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
     assert again.returncode == 0, again.log[-3000:]
     assert _read_and_ran(again.log) == ([], 0), again.log[-3000:]
 
+    # A draft build where every record is usable draws what a normal build draws: again
+    # nothing runs (switching kinds of build used to run every page again).
+    as_draft = first.rebuild(draft=True)
+    assert as_draft.returncode == 0, as_draft.log[-3000:]
+    assert _read_and_ran(as_draft.log) == ([], 0), as_draft.log[-3000:]
+
     # A comment in a kernel module: the pages that use the module run again (the code
     # that runs is unchanged, so its record still matches), and only those.
     module = course / "kernels" / "vector_add.py"
@@ -240,13 +246,17 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
     assert {"docs/index", "docs/lessons/01_intro", "docs/examples/plot_01_vector_add"} <= set(read)
     assert "docs/examples/plot_03_softmax" not in read
 
-    # One line of the kernel's code: its record is stale, and the build says which
-    # record and which file, and fails.
+    # One line of the kernel's code: its record is stale. A draft build draws a
+    # placeholder for it; then a normal build, with nothing else changed, runs the pages
+    # that draw it again (and only those), says which record and which file, and fails.
     module.write_text(source.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"))
     draft = first.rebuild(draft=True)
     assert draft.returncode == 0, draft.log[-3000:]
     assert "not measured yet" in draft.page("docs/examples/plot_01_vector_add.html")
     stale = first.rebuild()
+    read = _read_and_ran(stale.log)[0]
+    assert "docs/examples/plot_01_vector_add" in read, stale.log[-3000:]
+    assert "docs/examples/plot_03_softmax" not in read, stale.log[-3000:]
     assert stale.returncode != 0
     warnings = stale.log.split("WARNING:")[1:]
     for page in ("plot_01_vector_add", "docs/index.md"):

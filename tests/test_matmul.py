@@ -474,8 +474,14 @@ def test_a_product_binds_its_thread_on_the_planned_path_too(monkeypatch: pytest.
     # A shape launched before goes through its plan; on a thread whose first CUDA work it
     # is (autograd's), its descriptors need the bound context as much as the first time.
     bound: list[threading.Thread] = []
-    monkeypatch.setattr(matmul, "bind_cuda_context", lambda device: bound.append(
-        threading.current_thread()))  # fmt: skip
+    bind = matmul.bind_cuda_context
+
+    def bind_and_note(device: torch.device) -> None:
+        # Still binds: on a GPU, the fresh thread's descriptors need it.
+        bound.append(threading.current_thread())
+        bind(device)
+
+    monkeypatch.setattr(matmul, "bind_cuda_context", bind_and_note)
     monkeypatch.setattr(matmul, "_tma_plans", {})
     a, b = half(40, 64, dtype=torch.float16), half(64, 48, dtype=torch.float16)
     matmul.matmul(a, b)

@@ -5,6 +5,8 @@
   its own file, a :mod:`kernels` module it uses (directly or not) or a record it reads
   has changed, and otherwise keeps its last output. sphinx-gallery by itself looks at
   the script alone, and Sphinx re-reads a lesson only when its own text changes.
+  Switching between a draft build (``nox -s docs -- --draft``: placeholders for missing
+  or stale records) and a normal one runs again only what reads such a record.
 - Every example really ran: after the gallery is generated, a page that reports no
   running time, or that lacks a figure its script draws, is a warning (an error with -W).
   A figure with text smaller than the site's size fails its example.
@@ -21,6 +23,7 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -91,6 +94,12 @@ def _is_figure_call(node: ast.AST) -> bool:
     return name in FIGURE_CALLS
 
 
+def _records_read(code: str, modules: set[str]) -> set[str]:
+    # The records of the benchmarks that ``modules`` declare, and those ``code`` names.
+    records = bench.records_of(modules)
+    return records | {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
+
+
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
     imports (directly or not), the records those modules can draw (see
@@ -98,14 +107,24 @@ def dependencies(code: str) -> list[Path]:
     catalog of the phrases it prints in the build's language
     (kernels/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
-    records = bench.records_of(modules)
-    records |= {name for name in measurements.recorded_benchmarks() if f'"{name}"' in code}
     paths = [fingerprint.module_path(module) for module in modules]
-    paths += [measurements.path_for(name) for name in sorted(records)]
+    paths += [measurements.path_for(name) for name in sorted(_records_read(code, modules))]
     if "kernels.messages" in modules:
         # What the code prints comes from the catalog of the build's language.
         paths.append(messages.LOCALES / f"{messages.language()}.po")
     return [path for path in paths if path.exists()]
+
+
+def build_kind(code: str) -> str:
+    """``"draft"`` when a draft build draws ``code``'s output differently from a normal
+    one (a record it reads is missing, malformed or stale: a placeholder instead of a
+    failure), else ``"build"``, whichever kind of build this is. Code that ran in one
+    kind runs again when the kind changes, and only then: switching to a draft build
+    runs again only what reads a record that the draft replaces."""
+    if not bench.draft():
+        return "build"
+    modules = fingerprint.closure(fingerprint.imported_modules(code))
+    return "draft" if bench.unusable_records(_records_read(code, modules)) else "build"
 
 
 def stamp(own_source: Path, paths: list[Path]) -> str:
@@ -122,13 +141,11 @@ def _gallery_dir(app: Sphinx) -> Path:
 
 
 def _example_stamp(script: Path) -> str:
-    # A draft build draws placeholders where a normal build fails: an example that ran
-    # in one kind of build must run again in the other.
-    # Its printed phrases are in the language of the build (kernels.messages): an example
-    # that ran for one edition runs again for another.
-    kind = "draft" if bench.draft() else "build"
+    # What the example draws depends on the kind of build (see build_kind), and its
+    # printed phrases on the language of the build (kernels.messages): an example that
+    # ran for one edition runs again for another.
     code = script.read_text(encoding="utf-8")
-    return f"{kind} {messages.language()} {stamp(script, dependencies(code))}"
+    return f"{build_kind(code)} {messages.language()} {stamp(script, dependencies(code))}"
 
 
 def rerun_changed_examples(app: Sphinx) -> None:
@@ -174,14 +191,51 @@ def check_examples_ran(app: Sphinx) -> None:
             )
 
 
+def _lesson_kinds(env: BuildEnvironment) -> dict[str, str]:
+    # The build kind (see build_kind) each page with code was last read in, kept in the
+    # environment that Sphinx saves between builds.
+    if not hasattr(env, "ninja_gap_build_kinds"):
+        env.ninja_gap_build_kinds = {}
+    return env.ninja_gap_build_kinds
+
+
 def note_lesson_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
     """When Sphinx reads a page that runs code, record the files that code depends on,
-    so that Sphinx reads (and myst-nb runs) the page again when one of them changes."""
+    so that Sphinx reads (and myst-nb runs) the page again when one of them changes,
+    and the kind of build it ran in."""
     code = lesson_code(source[0])
     if not code.strip():
         return
     for path in dependencies(code):
         app.env.note_dependency(str(path))
+    _lesson_kinds(app.env)[docname] = build_kind(code)
+
+
+def lessons_of_another_kind(
+    app: Sphinx, env: BuildEnvironment, added: set[str], changed: set[str], removed: set[str]
+) -> list[str]:
+    """The pages with code to read again because they ran in another kind of build than
+    they would now (a draft that replaced a record, and the other way round)."""
+    again = []
+    for docname, kind in _lesson_kinds(env).items():
+        if docname in removed or docname in changed:
+            continue
+        code = lesson_code(Path(env.doc2path(docname)).read_text(encoding="utf-8"))
+        if build_kind(code) != kind:
+            again.append(docname)
+    return again
+
+
+def _forget_lesson(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+    _lesson_kinds(env).pop(docname, None)
+
+
+def _merge_lessons(
+    app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment
+) -> None:
+    # After a parallel read: the kinds the other process noted.
+    theirs = _lesson_kinds(other)
+    _lesson_kinds(env).update({d: theirs[d] for d in docnames if d in theirs})
 
 
 def describe_figure(fig: Any) -> str:
@@ -268,8 +322,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", rerun_changed_examples, priority=400)
     app.connect("builder-inited", check_examples_ran, priority=600)
     app.connect("source-read", note_lesson_dependencies)
+    app.connect("env-get-outdated", lessons_of_another_kind)
+    app.connect("env-purge-doc", _forget_lesson)
+    app.connect("env-merge-info", _merge_lessons)
     app.add_directive("figure-provenance", FigureProvenance)
-    # conf.py sets it from $NINJA_GAP_DRAFT; as an "env" value, a change re-reads (and
-    # so re-runs) every lesson, as the stamp above re-runs every example.
-    app.add_config_value("ninja_gap_draft", False, "env", types=[bool])
     return {"parallel_read_safe": True, "parallel_write_safe": True}
