@@ -25,7 +25,7 @@ import math
 import os
 import pkgutil
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -504,20 +504,25 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     return recorded(spec)
 
 
+def _refusal(name: str, specs: Mapping[str, BenchmarkSpec]) -> str | None:
+    # Why a normal build would refuse record ``name`` (missing, malformed, stale), or
+    # None when it would draw it.
+    try:
+        if name == LAUNCH_OVERHEAD:
+            _launch_record().load_current_launch_overhead()
+        else:
+            load_current(specs[name])
+    except MeasurementError as error:
+        return str(error)
+    return None
+
+
 def unusable_records(names: Collection[str]) -> set[str]:
     """Those of the records ``names`` that a build which is not a draft would refuse:
     missing, malformed or stale. A draft build draws a placeholder for each of them, and
     draws every other record exactly as a normal build does."""
     specs = discover()
-    unusable = set()
-    for name in names:
-        load = (_launch_record().load_current_launch_overhead if name == LAUNCH_OVERHEAD
-                else functools.partial(load_current, specs[name]))  # fmt: skip
-        try:
-            load()
-        except MeasurementError:
-            unusable.add(name)
-    return unusable
+    return {name for name in names if _refusal(name, specs) is not None}
 
 
 def records_of(modules: Collection[str]) -> set[str]:
@@ -555,17 +560,8 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
     """One line per record that the build would refuse: missing, malformed, stale, or
     left over from a benchmark that no longer exists. ``launch_overhead``: check that
     record too."""
-    problems = []
-    loaders: list[Callable[[], object]] = [
-        functools.partial(load_current, s) for s in specs.values()
-    ]
-    if launch_overhead:
-        loaders.append(_launch_record().load_current_launch_overhead)
-    for load in loaders:
-        try:
-            load()
-        except MeasurementError as error:
-            problems.append(str(error))
+    names = [*specs, LAUNCH_OVERHEAD] if launch_overhead else list(specs)
+    problems = [problem for name in names if (problem := _refusal(name, specs)) is not None]
     known = {*discover(), LAUNCH_OVERHEAD}
     for name in sorted(set(measurements.recorded_benchmarks()) - known):
         problems.append(f"{measurements.path_for(name)}: no benchmark is named {name!r}")
