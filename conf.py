@@ -81,6 +81,9 @@ nb_execution_timeout = 600
 _CODE_PROMPTS = {"ru": ("Показать код ячейки", "Скрыть код ячейки")}
 if language in _CODE_PROMPTS:
     nb_code_prompt_show, nb_code_prompt_hide = _CODE_PROMPTS[language]
+# The footer's copyright line, in the edition's language.
+_COPYRIGHTS = {"ru": "2026, авторы Closing the Ninja Gap"}
+copyright = _COPYRIGHTS.get(language, copyright)
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 
 # Links from names such as {py:func}`torch.softmax` and {py:func}`tl.load

@@ -254,6 +254,7 @@ for name, mine, reference in (("x", x.grad, x64.grad), ("weight", weight.grad, w
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
+from kernels.messages import _
 from kernels.plotting import TEXT_PT, set_caption, style
 
 TILES = 9
@@ -280,12 +281,11 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
         f"row(s) and tiles of B from {b_tiles} column(s): {a_tiles + b_tiles} strips in all"
     )
 style(fig)
-set_caption(
-    fig,
-    f"Program numbers on a grid of {TILES} x {TILES} tiles of C, computed by "
-    f"`grouped_tile` in a Triton kernel; the tiles of the first {IN_FLIGHT} programs are "
-    "shaded orange.",
+caption = _(
+    "Program numbers on a grid of {tiles} x {tiles} tiles of C, computed by `grouped_tile` "
+    "in a Triton kernel; the tiles of the first {in_flight} programs are shaded orange."
 )
+set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 
 # %%
 # Both orders compute the same tiles; the grouped one asks the cache for fewer strips

@@ -236,6 +236,7 @@ from dataclasses import replace
 
 from kernels.bench import measure_or_load
 from kernels.measurements import Measurement
+from kernels.messages import _, number
 from kernels.plotting import plot_measurement, plot_peak_memory
 from kernels.report import ResultTable, print_peak_memory, results_table
 
@@ -252,7 +253,9 @@ def judge(measurement: Measurement, goal: float) -> ResultTable:
         name: values[-1] for name, values in measurement.series.items() if values[-1] is not None
     }
     ranking = ", ".join(sorted(rates, key=rates.get, reverse=True))
-    last = f"At {measurement.x[-1]:,} tokens, fastest first (kernel time): {ranking}."
+    last = _("At {tokens} tokens, fastest first (kernel time): {ranking}.").format(
+        tokens=number(f"{measurement.x[-1]:,}"), ranking=ranking
+    )
     return replace(table, notes=[*table.notes, last])
 
 

@@ -77,3 +77,10 @@ def number(english: str) -> str:
     thousands, decimal = _THOUSANDS.get(lang, ","), _DECIMAL.get(lang, ".")
     swap = {",": thousands, ".": decimal}
     return re.sub(r"(?<=\d)[,.](?=\d)", lambda match: swap[match.group()], english)
+
+
+def series_name(name: str) -> str:
+    """A record's series name as a legend or a table shows it, in the language of this
+    run: the products' names (Triton, PyTorch, Liger, ...) stay, "bare launch" is
+    translated."""
+    return _("bare launch") if name == "bare launch" else name

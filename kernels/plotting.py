@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .measurements import LaunchOverhead, Measurement
+from .messages import _, series_name
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
@@ -65,6 +66,14 @@ def _legend_below(fig: Figure) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
 
 
+def axis_name(x_name: str) -> str:
+    """A record's ``x_name`` as an axis label in the build's language: the names that are
+    words are translated, symbols (``N``, ``M = N = K``) stay as they are."""
+    words = {"sequence length": _("sequence length"), "rows": _("rows"),
+             "launcher": _("launcher")}  # fmt: skip
+    return words.get(x_name, x_name)
+
+
 def _values(rates: tuple[float | None, ...]) -> list[float]:
     # None marks a size a provider could not run at: a gap in its line.
     return [math.nan if v is None else v for v in rates]
@@ -76,9 +85,9 @@ def _never_ran(values: tuple[float | None, ...]) -> bool:
 
 def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
-    ax.text(0.5, 0.5, "not measured yet", ha="center", va="center", fontsize=16,
+    ax.text(0.5, 0.5, _("not measured yet"), ha="center", va="center", fontsize=16,
             color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
-    ax.set_xlabel(measurement.x_name)
+    ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel(measurement.metric)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -112,9 +121,9 @@ def plot_measurement(measurement: Measurement) -> Figure:
     )
     # One legend entry for every lighter line.
     ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,
-            label="lighter: call time")  # fmt: skip
+            label=_("lighter: call time"))  # fmt: skip
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(measurement.x_name)
+    ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel(measurement.metric)
     rates = [v for series in measurement.series.values() for v in series if v is not None]
     ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
@@ -140,7 +149,7 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(measurement.x_name)
+    ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel("MB")
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(fig)
@@ -150,8 +159,6 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     return fig
 
 
-# The axis of the launch_overhead figure: host time of one call.
-LAUNCH_LABEL = "µs per call"
 # Height of one launcher's group of bars, in inches, and of the axes' labels and legend.
 _GROUP_INCHES = 0.6
 _MARGIN_INCHES = 1.8
@@ -163,8 +170,8 @@ def plot_launch_overhead(record: LaunchOverhead) -> Figure:
     build's placeholder is drawn as an empty, labelled figure."""
     if record.placeholder:
         fig = _placeholder(record)
-        fig.axes[0].set_xlabel(LAUNCH_LABEL)
-        fig.axes[0].set_ylabel(record.x_name)
+        fig.axes[0].set_xlabel(_("µs per call"))
+        fig.axes[0].set_ylabel(axis_name(record.x_name))
         style(fig)
         return fig
     height = _MARGIN_INCHES + _GROUP_INCHES * len(record.x)
@@ -174,11 +181,13 @@ def plot_launch_overhead(record: LaunchOverhead) -> Figure:
     for index, provider in enumerate(providers):
         # Within a group the first series is on top, as the legend lists them.
         offsets = [group - 0.4 + bar * (index + 0.5) for group in range(len(record.x))]
-        ax.barh(offsets, _values(record.series[provider]), height=bar, label=provider,
+        ax.barh(offsets, _values(record.series[provider]), height=bar,
+                label=series_name(provider),
                 color=_provider_colour(provider, index))  # fmt: skip
     ax.set_yticks(range(len(record.x)), record.x)
     ax.invert_yaxis()
-    ax.set_xlabel(LAUNCH_LABEL)
+    # The axis of the launch_overhead figure: host time of one call.
+    ax.set_xlabel(_("µs per call"))
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number
+from .messages import _, number, series_name
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -301,14 +301,18 @@ def launch_table(record: LaunchOverhead) -> ResultTable:
         return ResultTable([f"{record.benchmark}: not measured yet, so there is no table."],
                            [], [], [])  # fmt: skip
     caption = [
-        "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
-        "own Python (checks, allocation, autograd wiring) less what its direct launch "
-        "saves over kernel[grid] (negative where the saving is larger)."
+        _(
+            "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
+            "own Python (checks, allocation, autograd wiring) less what its direct launch "
+            "saves over kernel[grid] (negative where the saving is larger)."
+        )
     ]
-    header = ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch"]
+    header = [_("launcher"), "Triton", series_name("bare launch"), _("launcher minus bare"),
+              "PyTorch"]  # fmt: skip
     rows = [
-        [cost.launcher, f"{cost.triton:.1f}", f"{cost.bare:.1f}", f"{cost.python:+.1f}",
-         "n/a" if cost.torch is None else f"{cost.torch:.1f}"]
+        [cost.launcher, number(f"{cost.triton:.1f}"), number(f"{cost.bare:.1f}"),
+         number(f"{cost.python:+.1f}"),
+         "n/a" if cost.torch is None else number(f"{cost.torch:.1f}")]
         for cost in launch_costs(record)
     ]  # fmt: skip
     notes = [f"{provider} n/a: {reason}" for provider, reason in record.unavailable.items()]

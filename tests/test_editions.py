@@ -1,10 +1,12 @@
 """The site's two editions: the site root, the language switcher on every page, and a
 build of the Russian edition (the tests' other builds are English only, for speed)."""
 
+import json
 import re
 import sys
 from html import unescape
 
+import pytest
 from conftest import ROOT, DocsBuild
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -96,3 +98,96 @@ def test_russian_lesson_5_glues_measured_sentences_in_russian(russian_build: Doc
     assert "Вместе два потолка образуют" in text
     assert "Together the two ceilings" not in text
     assert "Показать код ячейки" in html and "Show code cell" not in html
+
+
+# Six English words in a row: a sentence left untranslated. Code, its output and the
+# records' own words (a provider's reason for being unavailable) stay as they are.
+_WORD = r"[A-Za-z][A-Za-z'\u2019-]*"  # an apostrophe may be typographic (U+2019)
+_ENGLISH_RUN = re.compile(rf"(?:{_WORD}[ ,;:()]+){{5,}}{_WORD}")
+_NOT_PROSE = re.compile(
+    r"<!--.*?-->|<(script|style|pre|code|svg|table)\b.*?</\1>|<span class=\"pre\">.*?</span>",
+    re.S,
+)
+# Prose that is English in both editions on purpose: a glossary of English terms the
+# Russian text uses, and an error message quoted as CUDA prints it.
+ENGLISH_ON_PURPOSE = (
+    "warp, TMA, SASS, PTX, LLVM-IR, SM, SIMT",
+    "operation not permitted when stream is capturing",
+)
+
+
+def english_sentences(html: str) -> list[str]:
+    """Runs of six or more English words in a page's prose (outside code and tables)."""
+    prose = unescape(re.sub(r"<[^>]+>", "\n", _NOT_PROSE.sub(" ", html)))
+    return [run.group(0) for line in prose.splitlines() for run in _ENGLISH_RUN.finditer(line)]
+
+
+def _records() -> list[dict]:
+    paths = sorted((ROOT / "gallery" / "measurements").glob("*.json"))
+    return [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+
+
+def recorded_reasons() -> str:
+    """Every ``unavailable`` reason of the records, which pages quote as recorded."""
+    return " ".join(
+        reason for record in _records() for reason in record.get("unavailable", {}).values()
+    )
+
+
+def series_words() -> set[str]:
+    """The words of the records' series names (``SDPA flash``, ``torch.compile``): a list
+    of names is not a sentence."""
+    return {word for record in _records() for name in record["series"] for word in name.split()}
+
+
+def test_english_sentences_finds_an_untranslated_caption() -> None:
+    html = (
+        "<p>Время одного вызова.</p><figcaption>Host time of one call on tiny inputs, "
+        "per launcher</figcaption><pre>print('left as it is in the code')</pre>"
+    )
+    assert english_sentences(html) == ["Host time of one call on tiny inputs, per launcher"]
+
+
+def test_russian_pages_have_no_english_sentences(russian_build: DocsBuild) -> None:
+    recorded, names = recorded_reasons(), series_words()
+    found = {}
+    for page in sorted(russian_build.html.rglob("*.html")):
+        name = page.relative_to(russian_build.html).as_posix()
+        if name.startswith(("_", "genindex", "search")):
+            continue
+        runs = [
+            run
+            for run in english_sentences(page.read_text(encoding="utf-8"))
+            if run not in recorded
+            and not any(kept in run for kept in ENGLISH_ON_PURPOSE)
+            and not set(re.findall(r"[^\s,;:()]+", run)) <= names
+        ]
+        if runs:
+            found[name] = runs
+    assert not found, found
+
+
+def test_running_time_line_is_written_in_the_edition_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from editions import translate_running_time
+
+    from kernels import messages
+
+    def line() -> nodes.document:
+        document = nodes.document(None, None)
+        label = nodes.strong(text="Total running time of the script:")
+        document += nodes.paragraph("", "", label, nodes.Text(" (0 minutes 3.653 seconds)"))
+        return document
+
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    russian = line()
+    translate_running_time(SimpleNamespace(config=SimpleNamespace(language="ru")), russian)
+    assert russian.astext() == "Общее время выполнения скрипта: (0 мин 3,653 с)"  # noqa: RUF001
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
+    english = line()
+    translate_running_time(SimpleNamespace(config=SimpleNamespace(language="en")), english)
+    assert english.astext() == "Total running time of the script: (0 minutes 3.653 seconds)"

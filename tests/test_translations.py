@@ -118,9 +118,12 @@ def test_a_translation_that_does_not_match_names_file_and_question(
 
 
 def marked_phrases() -> set[str]:
-    """Every phrase marked ``_("...")`` in the kernels package and the pages' code."""
+    """Every phrase marked ``_("...")`` in the kernels package, the gallery's scripts,
+    the site's Sphinx extensions and the pages' code."""
     found = set()
-    sources = {path: path.read_text(encoding="utf-8") for path in (ROOT / "kernels").glob("*.py")}
+    scripts = [*(ROOT / "kernels").glob("*.py"), *(ROOT / "gallery").glob("*.py"),
+               *(ROOT / "docs" / "_ext").glob("*.py")]  # fmt: skip
+    sources = {path: path.read_text(encoding="utf-8") for path in scripts}
     for page in (ROOT / "docs").rglob("*.md"):
         sources[page] = lesson_code(page.read_text(encoding="utf-8"))
     for path, source in sources.items():

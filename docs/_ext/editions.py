@@ -12,24 +12,31 @@ this extension
   generates into the source folder (``docs/examples/``), which the editions share; an
   example run for one edition prints in its language. So the output of each edition is
   kept beside its doctrees, put back before sphinx-gallery looks and saved after the
-  build, so that building one edition does not make the other run its examples again.
+  build, so that building one edition does not make the other run its examples again;
+- writes sphinx-gallery's "Total running time of the script" line in the edition's
+  language (the catalogs leave it out: its seconds change with every run).
 """
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 
-from kernels.messages import LANGUAGE_VARIABLE
+from kernels.messages import LANGUAGE_VARIABLE, _, number
 
 # Each edition's language code (its folder under _build/html/) and its name in itself.
 EDITIONS = {"en": "English", "ru": "Русский"}
 # Written into the shared gallery folder: the edition whose output it holds now.
 _MARKER = ".edition"
+# sphinx-gallery's line under each example, as it writes it.
+_RUNNING_LABEL = "Total running time of the script:"
+_RUNNING_TIME = re.compile(r"\A \((\d+) minutes ([\d.]+) seconds\)\Z")
 
 
 def set_language(app: Sphinx, config: Config) -> None:
@@ -94,11 +101,30 @@ def save_gallery_output(app: Sphinx, exception: Exception | None) -> None:
         shutil.copytree(out, saved)
 
 
+def translate_running_time(app: Sphinx, doctree: nodes.document) -> None:
+    """Write a gallery page's running-time line in the edition's language."""
+    if app.config.language == "en":
+        return
+    for strong in list(doctree.findall(nodes.strong)):
+        after = strong.next_node(descend=False, siblings=True)
+        if strong.astext() != _RUNNING_LABEL or not isinstance(after, nodes.Text):
+            continue
+        match = _RUNNING_TIME.match(after.astext())
+        if match is None:
+            continue
+        time = _(" ({minutes} minutes {seconds} seconds)").format(
+            minutes=match.group(1), seconds=number(match.group(2))
+        )
+        strong.replace(strong[0], nodes.Text(_("Total running time of the script:")))
+        strong.parent.replace(after, nodes.Text(time))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the handlers; the gallery's output is put back before course_build and
     sphinx-gallery look at it (priorities 400 and 500)."""
     app.connect("config-inited", set_language)
     app.connect("builder-inited", restore_gallery_output, priority=300)
+    app.connect("doctree-read", translate_running_time)
     app.connect("html-page-context", add_switcher_links)
     app.connect("build-finished", save_gallery_output)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
