@@ -10,6 +10,7 @@ file too, so that a stale record can say which files changed.
 """
 
 import ast
+import functools
 import hashlib
 import io
 import os
@@ -41,6 +42,14 @@ def _is_package_module(name: str) -> bool:
 def imported_modules(source: str) -> set[str]:
     """The :mod:`kernels` modules that ``source`` imports anywhere (``import kernels.x``,
     ``from kernels.x import y``, ``from kernels import x``), found in its syntax tree."""
+    return {name for name in _imported_names(source) if _is_package_module(name)}
+
+
+@functools.lru_cache(maxsize=256)
+def _imported_names(source: str) -> frozenset[str]:
+    # Every module name ``source`` imports. Parsing is most of a closure's time, and a
+    # build asks for the closure of every page, which share most of their modules: the
+    # names depend on the text alone, so each text is parsed once per process.
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -50,7 +59,7 @@ def imported_modules(source: str) -> set[str]:
             found.add(module)
             if module == PACKAGE:
                 found.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
-    return {name for name in found if _is_package_module(name)}
+    return frozenset(found)
 
 
 def _absolute(node: ast.ImportFrom) -> str:
