@@ -192,8 +192,10 @@ fp16_table
 # kernels follow the plan that the :doc:`LayerNorm page <plot_05_layer_norm>` explains:
 # a fixed number of programs, each walking over many rows, write ``dx`` and keep
 # running sums of ``dweight`` in registers; a small second kernel adds up the programs'
-# partial sums. The backward pass reads ``x`` anyway, so it recomputes ``inv_rms``
-# from it, and the forward pass stores nothing for it:
+# partial sums. When a gradient is to be computed, the forward pass also stores each
+# row's ``inv_rms``, one number per row; the backward pass reads it instead of summing
+# the row's squares again, so each row costs it one reduction, not two, and the
+# longest rows it keeps in registers need fewer of them:
 #
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm_backward_kernel
@@ -205,8 +207,8 @@ fp16_table
 # .. literalinclude:: /kernels/row_tiles.py
 #    :pyobject: row_tile
 #
-# ``_backward_tile`` recomputes each row's ``inv_rms``, writes the tile's ``dx``
-# (``_input_gradient`` is the formula above) and adds the tile's share of ``dweight``:
+# ``_backward_tile`` takes the tile's saved ``inv_rms``, writes the tile's ``dx`` by
+# the formula above and adds the tile's share of ``dweight``:
 #
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: _backward_tile
@@ -219,7 +221,9 @@ fp16_table
 # loads its next row. A load does not stop the thread that issues it; only the first use
 # of the loaded values does. So the next tile can stream in from memory while the
 # current one is reduced and its ``dx`` stored. After a program's last tile, the "next"
-# tile lies past ``n_rows``: its mask is all false, and nothing is read.
+# tile lies past ``n_rows``: its mask is all false, and nothing is read. Two tiles of
+# rows longer than ``PREFETCH_MAX_COLS`` values do not fit in registers at once: those
+# take the loop under ``else``.
 #
 # Rows longer than ``FUSED_BACKWARD_MAX_COLS`` values take two kernels instead, one for
 # ``dx`` and one for the weight's gradient, as LayerNorm's do. When ``x`` or the weight
@@ -301,12 +305,17 @@ table
 #    each other while their partial sums are combined, and every program loads the
 #    weight. For a short row these are a large part of a program's work; a program of
 #    several rows shares them out. ``FORWARD_TILE``, the number of values a program
-#    takes, is a choice of the launcher that has not yet been swept on a GPU.
+#    takes, and ``FORWARD_VALUES_PER_THREAD``, which sets its warps, were chosen by
+#    sweeps on an H200; the comments above them in ``kernels/rms_norm.py`` give what
+#    each value measured.
 #
 #    **Prefetching.** It has a price in registers: the next tile's ``x`` and ``dy``
 #    are held, in the input's type, beside the tile being worked on, which can leave
 #    room for fewer programs on a multiprocessor. ``BACKWARD_PREFETCH`` keeps both
-#    loops so that they can be compared; it has not yet been measured on a GPU.
+#    loops so that they can be compared. On an H200 the prefetching loop was the faster
+#    one wherever two tiles fit in registers; for rows of 16384 values they do not, the
+#    compiler spills them to memory, and that loop ran many times slower, hence
+#    ``PREFETCH_MAX_COLS``. The module's comments give the measurements.
 #
 # Quiz
 # ----

@@ -17,6 +17,20 @@ def accumulator(dtype: torch.dtype) -> tl.dtype:
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
+def stats_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the per-row statistics a forward pass keeps for its backward pass
+    (a mean, an inverse deviation): the accumulator's, as a torch dtype."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+@functools.cache
+def unused_stats(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Where a forward call without a backward pass points its kernel's statistics: never
+    written (the kernel's STATS flag is false), but of the dtype they have when stored, so
+    that calls with and without a gradient run the same compiled kernel."""
+    return torch.empty(1, dtype=dtype, device=device)
+
+
 def cdiv(n: int, d: int) -> int:
     """``n / d`` rounded up, for grids: ``triton.cdiv`` in plain Python. Triton's goes
     through its compile-time function machinery, which every launch would pay for."""

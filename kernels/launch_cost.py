@@ -174,10 +174,12 @@ def rms_norm_case(device: torch.device) -> LaunchCase:
     x, weight = _randn((ROWS, COLS), (COLS,), dtype=torch.float32, device=device)
     out = torch.empty_like(x)
     # The launcher's own grid and options, so that the same kernel is compiled and run.
+    # Without a gradient to compute, no statistics are kept (as for LayerNorm, below).
+    no_stats = torch.empty(1, dtype=torch.float32, device=device)
     kind, grid, options = rms_norm.forward_launch(ROWS, COLS)
     assert kind == "tile", kind
     bare = _launch(
-        rms_norm.rms_norm_kernel, grid, x, weight, out, ROWS, COLS, RMS_EPS,
+        rms_norm.rms_norm_kernel, grid, x, weight, out, no_stats, ROWS, COLS, RMS_EPS, False,
         ACC=accumulator(x.dtype), **options,
     )  # fmt: skip
     return LaunchCase(

@@ -32,6 +32,8 @@ from .launch import (
     cdiv,
     resident_programs,
     row_block,
+    stats_dtype,
+    unused_stats,
     warps_for,
 )
 from .row_tiles import row_tile
@@ -287,10 +289,15 @@ def layer_norm_weight_grads_kernel(
     tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
 
 
-# The forward kernel gives each thread about 32 values, with at most 8 warps: on an
-# H200 at 16K values (one row per program), 8 warps ran at 94% of the copy ceiling,
-# 16 at 93%, 32 at 60%. Tiles of several short rows follow the same rule, not yet swept.
+# The forward kernel gives each thread about FORWARD_VALUES_PER_THREAD values, with at
+# most FORWARD_MOST_WARPS warps: on an H200 at 16K values (one row per program), 8 warps
+# ran at 94% of the copy ceiling, 16 at 93%, 32 at 60%. Tiles of 768- and 1024-value
+# rows (tiles of 2048, 4096 and 8192 values, up to 16 warps): 32 values per thread with
+# tiles of 4096 did best (0.91x and 0.96-0.98x torch.compile), 16 ran 0.56-0.98x, 8
+# 0.56-0.80x. Neither streaming stores (".cs", as Liger's softmax) nor the row length
+# compiled into the kernel nor 32-bit offsets moved those two by more than 2%.
 FORWARD_MOST_WARPS = 8
+FORWARD_VALUES_PER_THREAD = 32
 # Values a forward program takes: rows of fewer values are taken several at a time. On
 # an H200 (bf16) 4096 ran 768-value rows at 0.94x torch.compile, 1024-8192 at 0.76-0.84x.
 FORWARD_TILE = 4096
@@ -341,17 +348,11 @@ def forward_launch(
         "BLOCK_SIZE": block,
         "ROWS": rows,
         "EVEN": block == n_cols,
-        "num_warps": warps_for(rows * block, most=FORWARD_MOST_WARPS),
+        "num_warps": warps_for(
+            rows * block, per_thread=FORWARD_VALUES_PER_THREAD, most=FORWARD_MOST_WARPS
+        ),
     }
     return "tile", (cdiv(n_rows, rows),), options
-
-
-@functools.cache
-def _no_stats(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    # Where a call without a backward pass points the kernel's mean and rstd: never
-    # written (STATS is false), but of the dtype they have when stored, so that both
-    # calls run the same compiled kernel.
-    return torch.empty(1, dtype=dtype, device=device)
 
 
 def _forward(x, weight, bias, eps, stats=True):
@@ -359,12 +360,12 @@ def _forward(x, weight, bias, eps, stats=True):
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
     out = torch.empty_like(x)
-    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    acc_dtype = stats_dtype(x.dtype)
     if stats:
         mean = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
         rstd = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
     else:
-        mean = rstd = _no_stats(x.device, acc_dtype)
+        mean = rstd = unused_stats(x.device, acc_dtype)
     if n_rows:
         kind, grid, options = forward_launch(n_rows, n_cols, x.dtype)
         if kind == "chunked":

@@ -33,6 +33,8 @@ from .launch import (
     cdiv,
     resident_programs,
     row_block,
+    stats_dtype,
+    unused_stats,
     warps_for,
 )
 from .row_tiles import row_tile
@@ -48,15 +50,19 @@ FORWARD_TILE = 2048
 # of 1024 ran 5120-value rows 1.09x torch.compile but 7168-value rows 0.87x, where the
 # padded one-tile kernel ran 0.97x and 0.98x.
 FORWARD_CHUNK = 0
+# Values per thread of a forward tile of up to 8192 values (it sets the warps). On an
+# H200, one row per program: 8K values did best with 16 (16 warps, 98% of the copy
+# ceiling, against 93% with 8 warps). Tiles of 768- and 1024-value rows, with tiles of
+# 1024, 2048 and 4096 values: 16 and 32 ran the same (best: 2048, 0.91x and 0.95x
+# torch.compile), 8 ran 0.66-0.90x; 5120 and 7168 values: 16 and 32 the same (0.94x,
+# 0.99x), 8 0.60-0.65x.
+FORWARD_VALUES_PER_THREAD = 16
 
 
 def _warps(values: int) -> int:
-    # Warps for a program's tile of ``values``. From sweeps on an H200 of one row per
-    # program: rows up to 8K values did best with 16 values per thread (8K: 16 warps,
-    # 98% of the copy ceiling, against 93% with 8); at 16K, 8 warps of 64 values did
-    # better than 16 (99% against 95%). Tiles of several short rows follow the same
-    # rule, not yet swept.
-    return warps_for(values, per_thread=16 if values <= 8192 else 64)
+    # Warps for a program's tile of ``values``: at 16K values, 8 warps of 64 values did
+    # better than 16 on an H200 (99% of the copy ceiling against 95%).
+    return warps_for(values, per_thread=FORWARD_VALUES_PER_THREAD if values <= 8192 else 64)
 
 
 @triton.jit
@@ -64,9 +70,11 @@ def rms_norm_kernel(
     x_ptr,
     weight_ptr,
     out_ptr,
+    inv_rms_ptr,
     n_rows,
     n_cols,
     eps,
+    STATS,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS: tl.constexpr,
@@ -78,24 +86,38 @@ def rms_norm_kernel(
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = (cols < n_cols) | EVEN
-    mask = (rows < n_rows)[:, None] & col_mask[None, :]
+    row_mask = rows < n_rows
+    mask = row_mask[:, None] & col_mask[None, :]
     offsets = rows[:, None] * n_cols + cols[None, :]
     # The rows are read for the sum of squares, marked to stay in cache...
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
     # Padding lanes hold zeros, which add nothing to the sum of squares.
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
+    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(ACC)
     weight = tl.load(weight_ptr + cols, mask=col_mask, eviction_policy="evict_last").to(ACC)
-    y = x * inv_rms * weight[None, :]
+    y = x * inv_rms[:, None] * weight[None, :]
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # STATS: there will be a backward pass, which reads each row's inverse root mean
+    # square instead of summing the row's squares again. A plain bool, as in LayerNorm's
+    # forward kernel: one binary serves calls with and without a gradient.
+    if STATS:
+        tl.store(inv_rms_ptr + rows, inv_rms, mask=row_mask)
 
 
 @triton.jit
 def rms_norm_chunked_kernel(
-    x_ptr, weight_ptr, out_ptr, n_cols, eps, ACC: tl.constexpr, CHUNK: tl.constexpr
+    x_ptr,
+    weight_ptr,
+    out_ptr,
+    inv_rms_ptr,
+    n_cols,
+    eps,
+    STATS,
+    ACC: tl.constexpr,
+    CHUNK: tl.constexpr,
 ):
     # For rows whose length is not a power of two but a multiple of CHUNK (5120): one
     # program walks its row in CHUNK-value tiles instead of padding it to one tile of
@@ -114,6 +136,8 @@ def rms_norm_chunked_kernel(
         weight = tl.load(weight_ptr + start + cols).to(ACC)
         y = x * inv_rms * weight
         tl.store(out_ptr + base + start + cols, y.to(out_ptr.dtype.element_ty))
+    if STATS:
+        tl.store(inv_rms_ptr + row, inv_rms)
 
 
 @functools.cache
@@ -132,20 +156,20 @@ def forward_launch(n_rows: int, n_cols: int) -> tuple[str, tuple[int], dict[str,
     return "tile", (cdiv(n_rows, rows),), options
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm of ``x`` over its last dimension, scaled by ``weight``, by :func:`rms_norm_kernel`.
-
-    ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
-    ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
-    Differentiable in ``x`` and ``weight``, through :func:`rms_norm_backward_kernel`.
-    """
-    eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
-    if needs_grad(x, weight):
-        return RMSNormFunction.apply(x, weight, eps)
+def _forward(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, stats: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The output, and with ``stats`` each row's inverse root mean square (float32, or
+    float64 for float64 rows) for the backward pass."""
     # x is contiguous: its rows follow one another, and out, laid out as x, likewise.
     out = torch.empty_like(x)
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols
+    acc_dtype = stats_dtype(x.dtype)
+    if stats:
+        inv_rms = torch.empty(n_rows, dtype=acc_dtype, device=x.device)
+    else:
+        inv_rms = unused_stats(x.device, acc_dtype)
     if n_rows:
         kind, grid, options = forward_launch(n_rows, n_cols)
         if kind == "chunked":
@@ -155,8 +179,10 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
                 x,
                 weight,
                 out,
+                inv_rms,
                 n_cols,
                 eps,
+                stats,
                 ACC=accumulator(x.dtype),
                 **options,
             )
@@ -167,30 +193,42 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
                 x,
                 weight,
                 out,
+                inv_rms,
                 n_rows,
                 n_cols,
                 eps,
+                stats,
                 ACC=accumulator(x.dtype),
                 **options,
             )
-    return out
+    return out, inv_rms
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm of ``x`` over its last dimension, scaled by ``weight``, by :func:`rms_norm_kernel`.
+
+    ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
+    ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
+    Differentiable in ``x`` and ``weight``, through :func:`rms_norm_backward_kernel`.
+    """
+    eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
+    if needs_grad(x, weight):
+        return RMSNormFunction.apply(x, weight, eps)
+    return _forward(x, weight, eps, stats=False)[0]
 
 
 @triton.jit
-def _input_gradient(x_hat, weighted_dy, inv_rms, n_cols, AXIS: tl.constexpr):
-    """dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), the mean taken along AXIS,
-    the row; ``inv_rms`` broadcasts against the tile."""
-    c_hat = tl.sum(x_hat * weighted_dy, axis=AXIS, keep_dims=True) / n_cols
-    return (weighted_dy - x_hat * c_hat) * inv_rms
-
-
-@triton.jit
-def _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight):
-    # dx of one tile of rows, stored, and the tile's share of dweight added.
-    # The forward pass's inverse root mean square, recomputed from the rows in registers.
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1, keep_dims=True) / n_cols + eps)
+def _backward_tile(x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask, dweight):
+    # dx of one tile of rows, stored, and the tile's share of dweight added. inv_rms:
+    # each row's inverse root mean square, saved by the forward pass, as a column. Read,
+    # not recomputed: the row then needs one sum, not two, and on an H200 16384-value
+    # rows ran 0.91-0.99x Liger in three runs (recomputed, with two sums: 0.78x; with
+    # both sums in one tl.reduce: 0.84x); shorter rows ran as before, within 2%.
+    # dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), x_hat = x * inv_rms.
+    weighted_dy = dy * weight[None, :]
     x_hat = x * inv_rms
-    dx = _input_gradient(x_hat, dy * weight[None, :], inv_rms, n_cols, 1)
+    c_hat = tl.sum(x_hat * weighted_dy, axis=1, keep_dims=True) / n_cols
+    dx = (weighted_dy - x_hat * c_hat) * inv_rms
     tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     return dweight + dy * x_hat
 
@@ -200,11 +238,11 @@ def rms_norm_backward_kernel(
     dy_ptr,
     x_ptr,
     weight_ptr,
+    inv_rms_ptr,
     dx_ptr,
     partial_dw_ptr,
     n_rows,
     n_cols,
-    eps,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
@@ -223,24 +261,31 @@ def rms_norm_backward_kernel(
     step = tl.num_programs(0) * ROWS_PER_TILE
     first = program * ROWS_PER_TILE
     if PREFETCH:
-        _, _, mask, offsets = row_tile(first, tile_rows, cols, col_mask, n_rows, n_cols)
+        rows, row_mask, mask, offsets = row_tile(first, tile_rows, cols, col_mask, n_rows,
+                                                 n_cols)  # fmt: skip
         x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+        inv_rms_next = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
         for first_row in range(first, n_rows, step):
-            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            x, dy, inv_rms = x_next.to(ACC), dy_next.to(ACC), inv_rms_next
             here, here_mask = offsets, mask
             # Past the last tile the mask is all False: nothing is read.
-            _, _, mask, offsets = row_tile(first_row + step, tile_rows, cols, col_mask,
-                                           n_rows, n_cols)  # fmt: skip
+            rows, row_mask, mask, offsets = row_tile(first_row + step, tile_rows, cols,
+                                                     col_mask, n_rows, n_cols)  # fmt: skip
             x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
             dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
-            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, here, here_mask, dweight)
+            inv_rms_next = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
+            dweight = _backward_tile(x, dy, weight, inv_rms[:, None], n_cols, dx_ptr, here,
+                                     here_mask, dweight)  # fmt: skip
     else:
         for first_row in range(first, n_rows, step):
-            _, _, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask, n_rows, n_cols)
+            rows, row_mask, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask,
+                                                     n_rows, n_cols)  # fmt: skip
             x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
             dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            dweight = _backward_tile(x, dy, weight, eps, n_cols, dx_ptr, offsets, mask, dweight)
+            inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
+            dweight = _backward_tile(x, dy, weight, inv_rms[:, None], n_cols, dx_ptr,
+                                     offsets, mask, dweight)  # fmt: skip
     tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
 
 
@@ -249,21 +294,19 @@ def rms_norm_input_grad_kernel(
     dy_ptr,
     x_ptr,
     weight_ptr,
-    dx_ptr,
     inv_rms_ptr,
+    dx_ptr,
     n_cols,
-    eps,
     ACC: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     EVEN: tl.constexpr,
 ):
     # dx alone, one row per program, for rows too long for the kernel above: a first
-    # pass over the row's tiles sums x*x and w*dy*x, a second writes dx. The loads of
-    # the first pass ask L2 to keep the row for the second. The row's inverse root mean
-    # square is stored for rms_norm_weight_grad_kernel. EVEN: whole tiles, no mask.
+    # pass over the row's tiles sums w*dy*x, a second writes dx. The loads of the first
+    # pass ask L2 to keep the row for the second. EVEN: whole tiles, no mask.
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_SIZE)
-    sum_squares = tl.zeros((BLOCK_SIZE,), ACC)
+    inv_rms = tl.load(inv_rms_ptr + row)
     sum_products = tl.zeros((BLOCK_SIZE,), ACC)
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = (start + cols < n_cols) | EVEN
@@ -271,12 +314,9 @@ def rms_norm_input_grad_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
         dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
         weight = tl.load(weight_ptr + start + cols, mask=mask, other=0.0).to(ACC)
-        sum_squares += x * x
         sum_products += dy * weight * x
-    inv_rms = 1.0 / tl.sqrt(tl.sum(sum_squares, axis=0) / n_cols + eps)
     # mean(w*dy * x_hat), with x_hat = x * inv_rms.
     c_hat = tl.sum(sum_products, axis=0) * inv_rms / n_cols
-    tl.store(inv_rms_ptr + row, inv_rms)
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = (start + cols < n_cols) | EVEN
         offsets = row * n_cols + start + cols
@@ -321,12 +361,12 @@ def rms_norm_weight_grad_kernel(
     tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
 
 
-# The backward kernels' settings are LayerNorm's (kernels/layer_norm.py says how they were
-# chosen), whose kernels have the same shape and one more row-sized sum; they have not
-# been swept for RMSNorm. Rows up to FUSED_BACKWARD_MAX_COLS take the one-kernel plan,
-# several rows at a time when short; longer ones the two-kernel plan, with dx in tiles of
-# INPUT_GRAD_BLOCK values and the weight gradient in strips of STRIP_COLS columns.
-FUSED_BACKWARD_MAX_COLS = 8192
+# Rows up to FUSED_BACKWARD_MAX_COLS take the one-kernel plan, several rows at a time
+# when short; longer ones the two-kernel plan, with dx in tiles of INPUT_GRAD_BLOCK
+# values and the weight gradient in strips of STRIP_COLS columns. On an H200,
+# 16384-value rows ran 0.78x Liger fused (16 warps, no prefetch, the row's inverse RMS
+# recomputed) against 0.69x with the two-kernel plan, which reads each row twice.
+FUSED_BACKWARD_MAX_COLS = 16384
 # On an H200 a tile of 4096 values ran 768-value rows 1.18x torch.compile, 8192 1.14x,
 # 2048 0.98x; 4096- and 7168-value rows ran the same with each.
 BACKWARD_TILE = 4096
@@ -335,47 +375,48 @@ BACKWARD_WARPS_PER_SM = 8
 # The fused kernel loads its next tile while it works on the current one: on an H200 it
 # ran 1.15-1.30x the fastest baseline this way and 0.80-0.83x loading each when needed.
 BACKWARD_PREFETCH = True
-# Values of each row-sized tile per thread in the fused kernel (about; it sets the warps).
-# Not swept yet: at 16384 values (ptxas, sm_90, bf16) 16 warps spill 168 bytes per thread
-# without the prefetch and 1846 with it, 32 warps 124 and 246.
+# Prefetching holds a second tile in registers: at 16384 values it spills (0.07-0.08x).
+PREFETCH_MAX_COLS = 8192
+# Values of each row-sized tile per thread in the fused kernel (about; they set the
+# warps), for tiles that are prefetched and for longer rows, which are not. On an H200
+# with the saved inverse RMS: 5120- and 7168-value rows (prefetched) spill with 64 and
+# ran 0.04-0.06x; 16384-value rows ran 0.79x Liger with 16, 0.88x with 32, 0.94-0.99x
+# with 64 (8 warps) and spilled with 128 (0.04x). How many programs share a
+# multiprocessor (BACKWARD_WARPS_PER_SM 8 to 64) made no difference at 16384.
 BACKWARD_VALUES_PER_THREAD = 32
+BACKWARD_LONG_VALUES_PER_THREAD = 64
 INPUT_GRAD_BLOCK = 4096
 STRIP_COLS = 256
 STRIP_ROWS = 16
 ROWS_PER_CHUNK = 512
 
 
-def _accumulator_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _fused_backward(grad_rows, rows, weight, eps, dx):
+def _fused_backward(grad_rows, rows, weight, inv_rms, dx):
     """dx, and per-program partial sums of the weight gradient, in one kernel."""
     n_rows, n_cols = rows.shape
     block = row_block(n_cols)
     rows_per_tile = max(1, BACKWARD_TILE // block)
-    num_warps = warps_for(rows_per_tile * block, per_thread=BACKWARD_VALUES_PER_THREAD)
+    prefetch = BACKWARD_PREFETCH and block <= PREFETCH_MAX_COLS
+    per_thread = BACKWARD_VALUES_PER_THREAD if prefetch else BACKWARD_LONG_VALUES_PER_THREAD
+    num_warps = warps_for(rows_per_tile * block, per_thread=per_thread)
     n_tiles = cdiv(n_rows, rows_per_tile)
     n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
-    partial_dw = torch.empty(
-        n_partials, n_cols, dtype=_accumulator_dtype(rows.dtype), device=rows.device
-    )
+    partial_dw = torch.empty(n_partials, n_cols, dtype=stats_dtype(rows.dtype), device=rows.device)
     launch(rms_norm_backward_kernel, (n_partials,),
-        grad_rows, rows, weight, dx, partial_dw, n_rows, n_cols, eps,
+        grad_rows, rows, weight, inv_rms, dx, partial_dw, n_rows, n_cols,
         ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
-        PREFETCH=BACKWARD_PREFETCH, num_warps=num_warps,
+        PREFETCH=prefetch, num_warps=num_warps,
     )  # fmt: skip
     return partial_dw
 
 
-def _two_kernel_backward(grad_rows, rows, weight, eps, dx):
-    """dx (and each row's inverse root mean square) from one kernel, partial sums of the
-    weight gradient, one per chunk of rows, from another."""
+def _two_kernel_backward(grad_rows, rows, weight, inv_rms, dx):
+    """dx from one kernel, partial sums of the weight gradient, one per chunk of rows,
+    from another."""
     n_rows, n_cols = rows.shape
-    acc_dtype = _accumulator_dtype(rows.dtype)
-    inv_rms = torch.empty(n_rows, dtype=acc_dtype, device=rows.device)
+    acc_dtype = inv_rms.dtype
     launch(rms_norm_input_grad_kernel, (n_rows,),
-        grad_rows, rows, weight, dx, inv_rms, n_cols, eps, ACC=accumulator(rows.dtype),
+        grad_rows, rows, weight, inv_rms, dx, n_cols, ACC=accumulator(rows.dtype),
         BLOCK_SIZE=INPUT_GRAD_BLOCK, EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
         num_warps=warps_for(INPUT_GRAD_BLOCK, per_thread=16),
     )  # fmt: skip
@@ -388,16 +429,16 @@ def _two_kernel_backward(grad_rows, rows, weight, eps, dx):
     return partial_dw
 
 
-def _backward(dy, x, weight, eps):
+def _backward(dy, x, weight, inv_rms):
     rows, grad_rows = as_rows(x), as_rows(dy)
     n_rows, n_cols = rows.shape
     dx = torch.empty_like(rows)
     if n_rows == 0:
         return dx.view_as(x), torch.zeros_like(weight)
     if n_cols <= FUSED_BACKWARD_MAX_COLS:
-        partial_dw = _fused_backward(grad_rows, rows, weight, eps, dx)
+        partial_dw = _fused_backward(grad_rows, rows, weight, inv_rms, dx)
     else:
-        partial_dw = _two_kernel_backward(grad_rows, rows, weight, eps, dx)
+        partial_dw = _two_kernel_backward(grad_rows, rows, weight, inv_rms, dx)
     dweight = torch.empty_like(weight)
     column_sums(partial_dw, dweight)
     return dx.view_as(x), dweight
@@ -408,16 +449,15 @@ class RMSNormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, eps):
-        ctx.save_for_backward(x, weight)
-        ctx.eps = eps
-        # Autograd runs this with grad mode off: rms_norm launches the forward kernel.
-        return rms_norm(x, weight, eps)
+        out, inv_rms = _forward(x, weight, eps, stats=True)
+        ctx.save_for_backward(x, weight, inv_rms)
+        return out
 
     @staticmethod
     @first_order_only("rms_norm")
     def backward(ctx, dy):
-        x, weight = ctx.saved_tensors
-        dx, dweight = _backward(dy.contiguous(), x, weight, ctx.eps)
+        x, weight, inv_rms = ctx.saved_tensors
+        dx, dweight = _backward(dy.contiguous(), x, weight, inv_rms)
         return dx, dweight, None
 
 

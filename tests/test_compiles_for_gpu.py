@@ -34,7 +34,10 @@ NORM_ARGS = {"x_ptr": "*bf16", "weight_ptr": "*bf16", "out_ptr": "*bf16", "n_row
 
 @pytest.mark.parametrize(("rows", "block"), [(4, 1024), (1, 8192)])
 def test_rms_norm_forward_takes_several_rows_in_vectors(rows: int, block: int) -> None:
-    ptx = ptx_of("kernels.rms_norm:rms_norm_kernel", NORM_ARGS,
+    signature = {**NORM_ARGS, "inv_rms_ptr": "*fp32", "STATS": "i1"}
+    signature = {name: signature[name] for name in ("x_ptr", "weight_ptr", "out_ptr",
+                 "inv_rms_ptr", "n_rows", "n_cols", "eps", "STATS")}  # fmt: skip
+    ptx = ptx_of("kernels.rms_norm:rms_norm_kernel", signature,
                  {"ACC": F32, "BLOCK_SIZE": block, "ROWS": rows, "EVEN": False},
                  ("x_ptr", "weight_ptr", "out_ptr", "n_cols"), num_warps=8)  # fmt: skip
     assert vector_loads(ptx)
@@ -110,8 +113,8 @@ def test_softmax_of_long_rows_loads_vectors_from_rows_of_odd_length() -> None:
 # warps) as their launchers pick them for long and for short rows.
 _NORM_BACKWARDS = {
     "kernels.rms_norm:rms_norm_backward_kernel": (
-        {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "dx_ptr": "*bf16",
-         "partial_dw_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "eps": "fp32"},
+        {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "inv_rms_ptr": "*fp32",
+         "dx_ptr": "*bf16", "partial_dw_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
         [(1, 4096, 8), (4, 1024, 4)],
     ),
     "kernels.layer_norm:layer_norm_backward_kernel": (
@@ -206,8 +209,8 @@ def test_dropout_loads_vectors_whatever_the_length() -> None:
 
 
 def test_rms_norm_chunked_forward_loads_vectors() -> None:
-    signature = {"x_ptr": "*bf16", "weight_ptr": "*bf16", "out_ptr": "*bf16", "n_cols": "i32",
-                 "eps": "fp32"}  # fmt: skip
+    signature = {"x_ptr": "*bf16", "weight_ptr": "*bf16", "out_ptr": "*bf16",
+                 "inv_rms_ptr": "*fp32", "n_cols": "i32", "eps": "fp32", "STATS": "i1"}  # fmt: skip
     ptx = ptx_of(
         "kernels.rms_norm:rms_norm_chunked_kernel",
         signature,

@@ -160,9 +160,32 @@ def test_rms_norm_backward_with_more_row_tiles_than_programs(
         assert_close_to_float64(ours, theirs, torch.float32)
 
 
+@pytest.mark.parametrize("n_cols", [700, 2000], ids=["prefetch", "no-prefetch"])
+def test_rms_norm_backward_prefetches_only_rows_that_fit_twice(
+    n_cols: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A second tile held in registers spills when the row is long (0.07x at 16384 values
+    # on an H200): past PREFETCH_MAX_COLS the fused kernel loads each tile when needed.
+    monkeypatch.setattr(rms_norm, "PREFETCH_MAX_COLS", 1024)
+    launched, launch = {}, rms_norm.launch
+
+    def noted_launch(kernel, grid, *args, **options):
+        launched[kernel.fn.__name__] = options
+        launch(kernel, grid, *args, **options)
+
+    monkeypatch.setattr(rms_norm, "launch", noted_launch)
+    for ours, theirs in zip(*rms_norm_grads((3, n_cols), torch.float32), strict=True):
+        assert_close_to_float64(ours, theirs, torch.float32)
+    assert launched["rms_norm_backward_kernel"]["PREFETCH"] == (n_cols <= 1024)
+
+
 @pytest.mark.parametrize(
     "n_cols",
-    [rms_norm.FUSED_BACKWARD_MAX_COLS + 1, 3 * rms_norm.INPUT_GRAD_BLOCK],
+    [
+        rms_norm.FUSED_BACKWARD_MAX_COLS + 1,
+        (rms_norm.FUSED_BACKWARD_MAX_COLS // rms_norm.INPUT_GRAD_BLOCK + 1)
+        * rms_norm.INPUT_GRAD_BLOCK,
+    ],
     ids=["odd", "whole-tiles"],
 )
 def test_rms_norm_backward_of_long_rows_takes_two_kernels(
