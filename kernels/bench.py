@@ -156,11 +156,12 @@ def evaluate(
     return tuple(leaf.grad for leaf in leaves)
 
 
-def _poison_free_memory(like: torch.Tensor) -> None:
-    # Fill a block the size of the output with NaN and free it: the caching allocator
-    # tends to hand that block to the next output, so elements a kernel fails to
-    # write show up as NaN instead of as an earlier run's correct values.
-    torch.full(like.shape, math.nan, dtype=torch.float32, device=like.device)
+def _poison_free_memory(outputs: list[tuple[torch.Size, torch.device]]) -> None:
+    # Fill blocks the size of each output (shape, device) with NaN and free them: the
+    # caching allocator tends to hand those blocks to the next outputs, so elements a
+    # kernel fails to write show up as NaN instead of as an earlier run's right values.
+    for shape, device in outputs:
+        torch.full(shape, math.nan, dtype=torch.float64, device=device)
 
 
 def check(
@@ -185,8 +186,16 @@ def check(
     # Copied before the provider runs: some write into their inputs (Liger-Kernel's
     # cross-entropy stores the gradient over the logits, its RMSNorm dx over dy).
     reference_inputs = [_float64_copy(t) for t in inputs]
-    _poison_free_memory(inputs[0])
-    out = evaluate(spec, provider or spec.triton, inputs)
+    provider = provider or spec.triton
+    # The first call compiles and may tune, and an autotuner runs every candidate into
+    # the same output: one that leaves part of it unwritten would show the values
+    # another wrote. So the call judged is the next one, into poisoned memory. The
+    # first runs on copies: a provider may write into its inputs.
+    first = evaluate(spec, provider, [t.clone() for t in inputs])
+    outputs = [(t.shape, t.device) for t in (first if isinstance(first, tuple) else (first,))]
+    del first  # its blocks, freed, are among those poisoned next
+    _poison_free_memory(outputs)
+    out = evaluate(spec, provider, inputs)
     reference = evaluate(spec, spec.reference or spec.torch_eager, reference_inputs)
     error = relative_error(out, reference)
     allowed = tolerance(out, reference, dtype)

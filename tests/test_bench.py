@@ -50,6 +50,38 @@ def test_check_catches_an_output_with_unwritten_elements() -> None:
         bench.check(vector_add.BENCHMARK, 1000, half_written, provider_name="half")
 
 
+def test_check_judges_the_call_after_a_tuning_one() -> None:
+    # An autotuner runs every candidate into the same output: a candidate that leaves
+    # part of it unwritten then shows the values another one wrote, and a first call
+    # comes out right. Found on an H200: a persistent matmul that skipped three quarters
+    # of its work passed the check. The check judges a later call, into NaN-poisoned
+    # memory, after a call that may tune.
+    calls = []
+
+    def right_once(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls.append(len(calls))
+        out = x + y
+        if len(calls) > 1:
+            out[::2] = math.nan  # what the tuned launch leaves unwritten, poisoned
+        return out
+
+    with pytest.raises(bench.CorrectnessError, match="relative error inf"):
+        bench.check(vector_add.BENCHMARK, 1000, right_once, provider_name="tuned")
+    assert calls == [0, 1]
+
+
+def test_check_gives_a_provider_that_writes_into_its_inputs_fresh_ones_each_call() -> None:
+    # Liger-Kernel's cross-entropy stores the gradient over the logits: the first call
+    # must not spoil the inputs of the call that is checked.
+    def overwrites_x(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = x + y
+        x.zero_()
+        return out
+
+    result = bench.check(vector_add.BENCHMARK, 1000, overwrites_x, provider_name="in place")
+    assert result.relative_error <= result.tolerance
+
+
 def test_relative_error_is_zero_for_equal_and_infinite_for_nan() -> None:
     ref = torch.tensor([1.0, 2.0], dtype=torch.float64)
     assert bench.relative_error(ref.float(), ref) == 0
