@@ -159,18 +159,35 @@ def _descriptor_tiles(
 
 
 @triton.jit
+def _store_tile(c, acc, tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+    # The finished tile into C: through its descriptor, or where C's rows do not start
+    # on 16-byte boundaries (an odd N), as the pointer kernel stores it. C is written
+    # once, so only this store is unvectorised, not the loads of the loop along K.
+    if C_DESCRIPTOR:
+        c.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc)
+    else:
+        rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        tl.store(c + rows[:, None] * stride_cm + cols[None, :], acc, mask=mask)
+
+
+@triton.jit
 def matmul_tma_kernel(
     a_desc,
     b_desc,
-    c_desc,
+    c,
     M,
     N,
     K,
     M_BUCKET,
+    stride_cm,
     ACTIVATION: tl.constexpr,
     A_TRANSPOSED: tl.constexpr,
     B_TRANSPOSED: tl.constexpr,
     DTYPE: tl.constexpr,
+    C_DESCRIPTOR: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -193,24 +210,28 @@ def matmul_tma_kernel(
                                  BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
         acc = tile_dot(a, b, acc)
     acc = epilogue(acc, ACTIVATION)
-    # DTYPE is C's type, which c_desc knows too; as an argument it enters the autotune
-    # key, which a descriptor does not. M_BUCKET is there for the key alone.
-    c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
+    # DTYPE is C's type, which C knows too; as an argument it enters the autotune key,
+    # which a descriptor does not. M_BUCKET is there for the key alone. C is a descriptor
+    # when C_DESCRIPTOR, else a pointer whose rows are stride_cm apart.
+    _store_tile(c, acc.to(DTYPE), tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR, BLOCK_M,
+                BLOCK_N)  # fmt: skip
 
 
 @triton.jit
 def matmul_tma_persistent_kernel(
     a_desc,
     b_desc,
-    c_desc,
+    c,
     M,
     N,
     K,
     M_BUCKET,
+    stride_cm,
     ACTIVATION: tl.constexpr,
     A_TRANSPOSED: tl.constexpr,
     B_TRANSPOSED: tl.constexpr,
     DTYPE: tl.constexpr,
+    C_DESCRIPTOR: tl.constexpr,
     PROGRAMS: tl.constexpr,
     FLATTEN: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -235,7 +256,8 @@ def matmul_tma_persistent_kernel(
                                      B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
             acc = tile_dot(a, b, acc)
         acc = epilogue(acc, ACTIVATION)
-        c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(DTYPE))
+        _store_tile(c, acc.to(DTYPE), tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR, BLOCK_M,
+                    BLOCK_N)  # fmt: skip
 
 
 @triton.jit
@@ -280,8 +302,9 @@ def _set_descriptor_tiles(args: dict) -> None:
     # the configuration about to run (called by autotune before each launch).
     tiles = _tiles(args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"], args["A_TRANSPOSED"],
                    args["B_TRANSPOSED"])  # fmt: skip
-    for name, tile in zip(("a_desc", "b_desc", "c_desc"), tiles, strict=True):
-        args[name].block_shape = tile
+    for name, tile in zip(("a_desc", "b_desc", "c"), tiles, strict=True):
+        if isinstance(args[name], TensorDescriptor):  # C may be a pointer instead
+            args[name].block_shape = tile
 
 
 def _with_pre_hook(config: triton.Config, pre_hook: Callable[[dict], None] | None) -> triton.Config:
@@ -381,7 +404,7 @@ tuned_matmul_tma_kernel = triton.autotune(
     configs=[
         _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
     ],
-    key=[*TUNING_KEY, "DTYPE"],
+    key=[*TUNING_KEY, "DTYPE", "C_DESCRIPTOR"],
     prune_configs_by={"early_config_prune": _candidates},
     do_bench=candidate_gpu_time,
 )(matmul_tma_kernel)
@@ -390,7 +413,7 @@ tuned_matmul_tma_persistent_kernel = triton.autotune(
     configs=[
         _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
     ],
-    key=[*TUNING_KEY, "DTYPE", "PROGRAMS"],
+    key=[*TUNING_KEY, "DTYPE", "C_DESCRIPTOR", "PROGRAMS"],
     prune_configs_by={"early_config_prune": _candidates},
     do_bench=candidate_gpu_time,
 )(matmul_tma_persistent_kernel)
@@ -410,20 +433,61 @@ def transposed(matrix: torch.Tensor) -> bool:
     return matrix.stride(1) != 1 and matrix.stride(0) == 1
 
 
+def tma_ready(matrix: torch.Tensor) -> bool:
+    """Whether a TMA descriptor can read ``matrix`` where it lies: its rows contiguous,
+    not overlapping, and each starting on a 16-byte boundary (the start and the row
+    stride both multiples of TMA_ALIGN_BYTES)."""
+    return (
+        matrix.stride(1) == 1
+        and matrix.stride(0) >= matrix.shape[1]
+        and matrix.data_ptr() % TMA_ALIGN_BYTES == 0
+        and (matrix.stride(0) * matrix.element_size()) % TMA_ALIGN_BYTES == 0
+    )
+
+
 def tma_applies(*matrices: torch.Tensor) -> bool:
     """Whether :func:`matmul` moves tiles with the Tensor Memory Accelerator: on GPUs that
-    have one (compute capability 9.0 and up; the interpreter emulates it) and when each
-    matrix, as a descriptor sees it (a transposed operand as its transpose), has
-    contiguous rows that do not overlap and start on 16-byte boundaries."""
+    have one (compute capability 9.0 and up; the interpreter emulates it) and when a
+    descriptor can read each operand, as it sees it (a transposed one as its transpose),
+    where it lies (:func:`tma_ready`)."""
     if not interpreted() and device_capability(matrices[0].device) < (9, 0):
         return False
-    return all(
-        t.stride(1) == 1
-        and t.stride(0) >= t.shape[1]
-        and t.data_ptr() % 16 == 0
-        and (t.stride(0) * t.element_size()) % 16 == 0
-        for t in matrices
-    )
+    return all(tma_ready(t) for t in matrices)
+
+
+# A TMA descriptor's rows start on boundaries of this many bytes.
+TMA_ALIGN_BYTES = 16
+
+# An operand whose rows TMA cannot read in place (a hidden size that is not a multiple
+# of 8 halves, so that rows start 2 bytes off the boundary, or a strided view) is copied
+# into a buffer with aligned rows first, when the product uses each of its values at
+# least this many times (A's N times, B's M times). Read from unaligned rows, neither
+# TMA nor 16-byte vector loads apply and the loads of the loop along K are not
+# pipelined; the copy reads and writes the operand once, which a product that reuses
+# every value often repays.
+ALIGNED_COPY_MIN_REUSE = 256
+
+
+def aligned_copy(matrix: torch.Tensor) -> torch.Tensor:
+    """A copy of ``matrix`` (2-D) whose rows start on TMA_ALIGN_BYTES boundaries: the same
+    shape and values, in a buffer whose rows are padded to a multiple of 16 bytes. The
+    padding is never read: a descriptor of the copy has the matrix's own shape."""
+    rows, cols = matrix.shape
+    per_row = TMA_ALIGN_BYTES // matrix.element_size()
+    buffer = torch.empty((rows, cdiv(cols, per_row) * per_row), dtype=matrix.dtype,
+                         device=matrix.device)  # fmt: skip
+    copy = buffer[:, :cols]
+    copy.copy_(matrix)
+    return copy
+
+
+def _readable_rows(rows: torch.Tensor, reuse: int) -> torch.Tensor:
+    """An operand as a descriptor sees it (``rows``), as the kernels will read it: itself
+    where TMA can, else an aligned copy where the product uses each value ``reuse``
+    times, at least ALIGNED_COPY_MIN_REUSE."""
+    if tma_ready(rows) or reuse < ALIGNED_COPY_MIN_REUSE:
+        return rows
+    return aligned_copy(rows)
 
 
 # A descriptor's fields left at their defaults (padding and the like), whatever this
@@ -442,7 +506,7 @@ def _descriptor(
     tile: list[int] | None = None,
 ) -> TensorDescriptor:
     """``TensorDescriptor.from_tensor(matrix, [1, 1])`` without the checks its constructor
-    makes at every call, which tma_applies has made (16-byte alignment, contiguous rows):
+    makes at every call, which tma_ready has made (16-byte alignment, contiguous rows):
     it is built in about half the time, and a launch builds three. The tile shape is a
     placeholder unless ``tile`` is given: the configuration's pre-hook sets the real one.
     ``shape`` and ``strides``, when given, describe the memory at ``matrix`` in place of
@@ -461,14 +525,40 @@ def _descriptor(
 @dataclasses.dataclass(frozen=True)
 class _TmaPlan:
     """A TMA launch of one shape and layout as its first call worked it out (the
-    autotuner's choice, the grid, each descriptor's shape, strides and tile): what a
-    later call of the same shape and layout needs besides the matrices themselves."""
+    autotuner's choice, the grid, each descriptor's shape, strides and tile, which
+    operands were copied to aligned rows): what a later call of the same shape and
+    layout needs besides the matrices themselves."""
 
     kernel: triton.runtime.JITFunction
     grid: tuple[int]
-    views: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int]], ...]  # a, b, c
-    sizes: tuple[int, int, int, int]  # M, N, K and M's bucket
+    # a, b and c; c's is None where C is written through a pointer (rows not aligned).
+    views: tuple[tuple[tuple[int, ...], tuple[int, ...], list[int]] | None, ...]
+    copied: tuple[bool, bool]  # a, b
+    sizes: tuple[int, int, int, int, int]  # M, N, K, M's bucket, C's row stride
     options: dict[str, object]
+
+    def reads_in_place(self, a: torch.Tensor, b: torch.Tensor) -> bool:
+        """Whether the operands this plan reads in place start on 16-byte boundaries, as
+        when it was made (the rest of what tma_ready checks is in the plan's key)."""
+        in_place = (t for t, copied in zip((a, b), self.copied, strict=True) if not copied)
+        return not any(t.data_ptr() % TMA_ALIGN_BYTES for t in in_place)
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        """Launch the planned kernel for ``a @ b`` into ``c``."""
+        descriptors = [
+            _descriptor(aligned_copy(t) if copied else t, *view)
+            for t, copied, view in zip(self._as_read(a, b), self.copied, self.views, strict=False)
+        ]
+        c_view = self.views[2]
+        c_arg = c if c_view is None else _descriptor(c, *c_view)
+        launch(self.kernel, self.grid, *descriptors, c_arg, *self.sizes, **self.options)
+
+    def _as_read(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # Each operand as its descriptor sees it; a view in place needs only its start.
+        return (
+            a.t() if self.options["A_TRANSPOSED"] else a,
+            b.t() if self.options["B_TRANSPOSED"] else b,
+        )
 
 
 # The plans by (a's shape, b's shape, a's strides, b's strides, dtype, device, activation).
@@ -479,7 +569,8 @@ def _plan_tma(
     tuner: triton.runtime.Autotuner,
     chosen: tuple[triton.Config, dict[str, object]],
     matrices: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    sizes: tuple[int, int, int, int],
+    copied: tuple[bool, bool],
+    sizes: tuple[int, int, int, int, int],
     programs: int | None,
     constexprs: dict[str, object],
 ) -> _TmaPlan:
@@ -491,10 +582,12 @@ def _plan_tma(
     grid = (tiles_m * tiles_n if programs is None else min(programs, tiles_m * tiles_n),)
     tiles = _tiles(options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"],
                    constexprs["A_TRANSPOSED"], constexprs["B_TRANSPOSED"])  # fmt: skip
-    views = tuple(
+    views = [
         (tuple(t.shape), tuple(t.stride()), tile) for t, tile in zip(matrices, tiles, strict=True)
-    )
-    return _TmaPlan(tuner.fn, grid, views, sizes, {**constexprs, **options})
+    ]
+    if not constexprs["C_DESCRIPTOR"]:
+        views[2] = None
+    return _TmaPlan(tuner.fn, grid, tuple(views), copied, sizes, {**constexprs, **options})
 
 
 def _grid(M: int, N: int):
@@ -531,14 +624,16 @@ def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Te
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
-    """``activation(a @ b)`` by :func:`matmul_tma_kernel` or :func:`matmul_kernel`, in
-    the dtype of the inputs.
+    """``activation(a @ b)`` by :func:`matmul_tma_kernel` (or its persistent form) or
+    :func:`matmul_kernel`, in the dtype of the inputs.
 
     ``a`` (M, K) and ``b`` (K, N): float16 or bfloat16 matrices of one dtype on the
-    device Triton runs on, with any strides (``x @ w.t()`` reads ``w`` in place).
-    ``activation``: ``"none"``, ``"relu"`` or ``"gelu"`` (the tanh approximation),
-    applied to the float32 result before it is rounded. Differentiable: the gradients
-    are products by the same kernels (see :class:`MatmulFunction`).
+    device Triton runs on, with any strides (``x @ w.t()`` reads ``w`` in place; an
+    operand whose rows do not start on 16-byte boundaries is copied to aligned rows
+    where the product repays it, see ALIGNED_COPY_MIN_REUSE). ``activation``:
+    ``"none"``, ``"relu"`` or ``"gelu"`` (the tanh approximation), applied to the
+    float32 result before it is rounded. Differentiable: the gradients are products by
+    the same kernels (see :class:`MatmulFunction`).
     """
     a, b = check_matmul_inputs(a, b, activation)
     if needs_grad(a, b):
@@ -548,16 +643,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     # Both TMA paths below, a planned launch and a first one, build descriptors, which
     # need the thread bound to the device's context (once per thread: a cheap check after).
     bind_cuda_context(a.device)
-    # A shape and layout launched before through TMA: its plan, if the matrices start on
-    # 16-byte boundaries as TMA needs (the rest of what tma_applies checks is in the key).
+    # A shape and layout launched before through TMA: its plan, if the operands it reads
+    # in place start on 16-byte boundaries as TMA needs (the rest is in the key).
     key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation)
     plan = _tma_plans.get(key)
-    if plan is not None and not (a.data_ptr() % 16 or b.data_ptr() % 16):
-        (a_view, b_view, c_view), grid = plan.views, plan.grid
-        launch(
-            plan.kernel, grid, _descriptor(a, *a_view), _descriptor(b, *b_view),
-            _descriptor(c, *c_view), *plan.sizes, **plan.options,
-        )  # fmt: skip
+    if plan is not None and plan.reads_in_place(a, b):
+        plan.run(a, b, c)
         return c
     if M == 0 or N == 0:
         return c
@@ -565,25 +656,34 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
         # An empty sum is zero, and both activations map zero to zero.
         return c.zero_()
     layout = {"A_TRANSPOSED": transposed(a), "B_TRANSPOSED": transposed(b)}
-    # Each operand as a descriptor sees it: a transposed one as its transpose.
-    a_rows = a.t() if layout["A_TRANSPOSED"] else a
-    b_rows = b.t() if layout["B_TRANSPOSED"] else b
-    sizes = (M, N, K, row_block(M))
-    if tma_applies(a_rows, b_rows, c):
-        descriptors = [_descriptor(t) for t in (a_rows, b_rows, c)]
-        constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype], **layout}
+    # Each operand as a descriptor sees it (a transposed one as its transpose), copied to
+    # aligned rows where TMA cannot read it in place and the product repays the copy.
+    a_seen = a.t() if layout["A_TRANSPOSED"] else a
+    b_seen = b.t() if layout["B_TRANSPOSED"] else b
+    a_rows, b_rows = _readable_rows(a_seen, reuse=N), _readable_rows(b_seen, reuse=M)
+    copied = (a_rows is not a_seen, b_rows is not b_seen)
+    sizes = (M, N, K, row_block(M), c.stride(0))
+    if tma_applies(a_rows, b_rows):
+        c_descriptor = tma_ready(c)
+        descriptors = [_descriptor(t) for t in (a_rows, b_rows)]
+        c_arg = _descriptor(c) if c_descriptor else c
+        constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype],
+                      "C_DESCRIPTOR": c_descriptor, **layout}  # fmt: skip
         if M * N >= PERSISTENT_MIN_OUTPUT:
             programs = 4 if interpreted() else PROGRAMS_PER_SM * multiprocessors(a.device)
             constexprs |= {"PROGRAMS": programs, "FLATTEN": True}
             tuner, grid = tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs)
         else:
             programs, tuner, grid = None, tuned_matmul_tma_kernel, _grid(M, N)
-        chosen = launch_tuned(tuner, grid, *descriptors, *sizes, **constexprs)
-        _tma_plans[key] = _plan_tma(tuner, chosen, (a_rows, b_rows, c), sizes, programs, constexprs)
+        chosen = launch_tuned(tuner, grid, *descriptors, c_arg, *sizes, **constexprs)
+        _tma_plans[key] = _plan_tma(tuner, chosen, (a_rows, b_rows, c), copied, sizes, programs,
+                                    constexprs)  # fmt: skip
     else:
+        a_read = a_rows.t() if layout["A_TRANSPOSED"] else a_rows
+        b_read = b_rows.t() if layout["B_TRANSPOSED"] else b_rows
         launch_tuned(
             tuned_matmul_kernel, _grid(M, N),
-            a, b, c, *sizes, *a.stride(), *b.stride(), *c.stride(),
+            a_read, b_read, c, *sizes[:4], *a_read.stride(), *b_read.stride(), *c.stride(),
             ACTIVATION=activation, **layout,
         )  # fmt: skip
     return c

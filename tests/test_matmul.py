@@ -326,11 +326,15 @@ def test_autotune_key_separates_dtypes_layouts_activations_and_sizes_of_m(
     for a, b, activation in calls:
         assert matmul.tma_applies(*_as_descriptors_see_them(a, b), half(a.shape[0], 48))
         matmul.matmul(a, b, activation)
+    # An odd N, B read in place: C's rows are not aligned, so C is stored through pointers.
+    matmul.matmul(half(40, 64), half(64, 48)[:, :47], "none")
     keys = list(matmul.tuned_matmul_tma_kernel.cache)
-    assert len(keys) == len(calls) - 1
-    # (M rounded up, N, K, A transposed, B transposed, activation, dtype)
-    assert keys[0] == (64, 48, 64, False, False, "none", matmul.TRITON_DTYPES[torch.float16])
-    assert keys[1][-1] == matmul.TRITON_DTYPES[torch.bfloat16] and keys[1][:-1] == keys[0][:-1]
+    assert len(keys) == len(calls)
+    # (M rounded up, N, K, A transposed, B transposed, activation, dtype, C by descriptor)
+    float16 = matmul.TRITON_DTYPES[torch.float16]
+    assert keys[0][:8] == (64, 48, 64, False, False, "none", float16, True)
+    assert keys[-1][:8] == (64, 47, 64, False, False, "none", float16, False)
+    assert keys[1][6] == matmul.TRITON_DTYPES[torch.bfloat16] and keys[1][:6] == keys[0][:6]
     assert keys[2][3:5] == (False, True) and keys[3][3:5] == (True, True)
     assert keys[4][5] == "gelu" and keys[5][0] == 4
 
@@ -489,3 +493,96 @@ def test_a_product_binds_its_thread_on_the_planned_path_too(monkeypatch: pytest.
     with ThreadPoolExecutor(max_workers=1) as fresh_thread:
         fresh_thread.submit(matmul.matmul, a, b).result()
     assert len(bound) == 2 and bound[1] is not bound[0]
+
+
+# Operands whose rows TMA cannot read in place: an odd inner size (rows of 37 halves are
+# 74 bytes apart), the same transposed, an odd number of rows read transposed, a strided
+# view. Each (a, b) is 45 x 37 by 37 x 29 (or so): C's rows (29 halves) are unaligned too.
+UNALIGNED = {
+    "odd-k": lambda dtype: (half(45, 37, dtype=dtype), half(37, 29, dtype=dtype)),
+    "odd-k-w.t()": lambda dtype: (half(45, 37, dtype=dtype), half(29, 37, dtype=dtype).t()),
+    "odd-m-a.t()": lambda dtype: (half(37, 45, dtype=dtype).t(), half(37, 29, dtype=dtype)),
+    "strided": lambda dtype: (
+        half(90, 80, dtype=dtype)[::2, 3:77:2], half(74, 60, dtype=dtype)[::2, 1:59:2]
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("layout", UNALIGNED)
+def test_unaligned_operands_are_copied_to_aligned_rows_and_read_by_tma(
+    layout: str, dtype: torch.dtype, persistent: bool, monkeypatch: pytest.MonkeyPatch,
+    fresh_autotune_cache,
+) -> None:  # fmt: skip
+    a, b = UNALIGNED[layout](dtype)
+    assert not matmul.tma_applies(*_as_descriptors_see_them(a, b))
+    monkeypatch.setattr(matmul, "ALIGNED_COPY_MIN_REUSE", 1)
+    monkeypatch.setattr(matmul, "PERSISTENT_MIN_OUTPUT", 0 if persistent else 10**9)
+    copied = []
+    copy = matmul.aligned_copy
+    monkeypatch.setattr(matmul, "aligned_copy", lambda t: copied.append(t.shape) or copy(t))
+    reference = matmul.torch_matmul(a.double(), b.double(), "relu")
+    first = matmul.matmul(a, b, "relu")
+    assert len(copied) == 2  # both operands
+    # The second call goes through the plan the first made: it copies again.
+    second = matmul.matmul(a.clone() if layout == "odd-k" else a, b, "relu")
+    assert len(copied) == 4 and len(matmul._tma_plans) == 1
+    for out in (first, second):
+        assert out.shape == reference.shape and out.is_contiguous()
+        assert_close_to_float64(out, reference, dtype)
+    kernel = (
+        matmul.tuned_matmul_tma_persistent_kernel if persistent else matmul.tuned_matmul_tma_kernel
+    )
+    assert kernel.cache and not matmul.tuned_matmul_kernel.cache
+
+
+def test_a_product_that_reuses_an_operand_little_reads_it_in_place(
+    monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    # B's values are used M = 45 times, fewer than the threshold: no copy, the pointer
+    # kernel reads both where they lie.
+    monkeypatch.setattr(matmul, "ALIGNED_COPY_MIN_REUSE", 46)
+    monkeypatch.setattr(matmul, "aligned_copy", lambda t: pytest.fail("copied"))
+    a, b = UNALIGNED["odd-k"](torch.float16)
+    assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.float16)
+    assert matmul.tuned_matmul_kernel.cache and not matmul.tuned_matmul_tma_kernel.cache
+
+
+def test_only_the_operand_tma_cannot_read_is_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matmul, "ALIGNED_COPY_MIN_REUSE", 1)
+    copied = []
+    copy = matmul.aligned_copy
+    monkeypatch.setattr(matmul, "aligned_copy", lambda t: copied.append(t.shape) or copy(t))
+    # A's rows are 64 halves (aligned); B's, 29 halves, are not (nor, then, are C's).
+    a, b = half(45, 64), half(64, 29)
+    assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.float16)
+    assert copied == [(64, 29)]
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize(("rows", "cols"), [(3, 1), (5, 37), (4, 8), (2, 100)])
+def test_an_aligned_copy_has_the_values_and_rows_on_16_byte_boundaries(
+    rows: int, cols: int, dtype: torch.dtype
+) -> None:
+    matrix = half(cols, rows, dtype=dtype).t()  # any layout: here column-major
+    copy = matmul.aligned_copy(matrix)
+    assert copy.shape == matrix.shape and torch.equal(copy, matrix)
+    assert matmul.tma_ready(copy) and copy.stride(0) * copy.element_size() % 16 == 0
+    assert copy.stride(0) - cols < 8  # padded to the next boundary only
+
+
+def test_a_planned_launch_that_would_read_a_misaligned_start_goes_back_to_the_first_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The plan reads A in place: a later A of the same shape and strides that starts
+    # 2 bytes off a boundary cannot take the plan (its descriptor would be refused).
+    a, b = half(40, 72), half(64, 48)
+    matmul.matmul(a[:, :64], b)
+    assert len(matmul._tma_plans) == 1
+    shifted = a[:, 1:65]
+    assert shifted.stride() == a[:, :64].stride() and shifted.data_ptr() % 16
+    plan = next(iter(matmul._tma_plans.values()))
+    assert not plan.reads_in_place(shifted, b)
+    assert_close_to_float64(matmul.matmul(shifted, b), shifted.double() @ b.double(),
+                            torch.float16)  # fmt: skip
