@@ -561,7 +561,8 @@ class _TmaPlan:
         )
 
 
-# The plans by (a's shape, b's shape, a's strides, b's strides, dtype, device, activation).
+# The plans by (a's shape, b's shape, a's strides, b's strides, dtype, device, activation,
+# whether aligned copies are allowed).
 _tma_plans: dict[tuple, _TmaPlan] = {}
 
 
@@ -623,21 +624,24 @@ def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Te
     return a, b
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, activation: str = "none", *, aligned_copies: bool = True
+) -> torch.Tensor:
     """``activation(a @ b)`` by :func:`matmul_tma_kernel` (or its persistent form) or
     :func:`matmul_kernel`, in the dtype of the inputs.
 
     ``a`` (M, K) and ``b`` (K, N): float16 or bfloat16 matrices of one dtype on the
     device Triton runs on, with any strides (``x @ w.t()`` reads ``w`` in place; an
     operand whose rows do not start on 16-byte boundaries is copied to aligned rows
-    where the product repays it, see ALIGNED_COPY_MIN_REUSE). ``activation``:
-    ``"none"``, ``"relu"`` or ``"gelu"`` (the tanh approximation), applied to the
-    float32 result before it is rounded. Differentiable: the gradients are products by
-    the same kernels (see :class:`MatmulFunction`).
+    where the product repays it, see ALIGNED_COPY_MIN_REUSE; ``aligned_copies=False``
+    reads every operand in place). ``activation``: ``"none"``, ``"relu"`` or ``"gelu"``
+    (the tanh approximation), applied to the float32 result before it is rounded.
+    Differentiable: the gradients are products by the same kernels (see
+    :class:`MatmulFunction`).
     """
     a, b = check_matmul_inputs(a, b, activation)
     if needs_grad(a, b):
-        return MatmulFunction.apply(a, b, activation)
+        return MatmulFunction.apply(a, b, activation, aligned_copies)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     # Both TMA paths below, a planned launch and a first one, build descriptors, which
@@ -645,7 +649,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     bind_cuda_context(a.device)
     # A shape and layout launched before through TMA: its plan, if the operands it reads
     # in place start on 16-byte boundaries as TMA needs (the rest is in the key).
-    key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation)
+    key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation,
+           aligned_copies)  # fmt: skip
     plan = _tma_plans.get(key)
     if plan is not None and plan.reads_in_place(a, b):
         plan.run(a, b, c)
@@ -660,7 +665,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.
     # aligned rows where TMA cannot read it in place and the product repays the copy.
     a_seen = a.t() if layout["A_TRANSPOSED"] else a
     b_seen = b.t() if layout["B_TRANSPOSED"] else b
-    a_rows, b_rows = _readable_rows(a_seen, reuse=N), _readable_rows(b_seen, reuse=M)
+    a_rows, b_rows = (a_seen, b_seen) if not aligned_copies else (
+        _readable_rows(a_seen, reuse=N), _readable_rows(b_seen, reuse=M))  # fmt: skip
     copied = (a_rows is not a_seen, b_rows is not b_seen)
     sizes = (M, N, K, row_block(M), c.stride(0))
     if tma_applies(a_rows, b_rows):
@@ -696,16 +702,16 @@ class MatmulFunction(torch.autograd.Function):
     which the kernels read in place, and each gradient is laid out as its operand."""
 
     @staticmethod
-    def forward(ctx, a, b, activation):
+    def forward(ctx, a, b, activation, aligned_copies):
         # Autograd runs this with grad mode off: matmul launches the kernel.
-        ctx.activation = activation
+        ctx.activation, ctx.aligned_copies = activation, aligned_copies
         if activation == "gelu":
             # GELU's derivative needs its input Z, which the fused epilogue never writes:
             # here the kernel writes Z and PyTorch applies GELU, as in eager PyTorch.
-            z = matmul(a, b)
+            z = matmul(a, b, aligned_copies=aligned_copies)
             ctx.save_for_backward(a, b, z)
             return torch.nn.functional.gelu(z, approximate="tanh")
-        c = matmul(a, b, activation)
+        c = matmul(a, b, activation, aligned_copies=aligned_copies)
         # ReLU's derivative is 1 where its output is positive, 0 elsewhere: the output
         # is all it needs (and without an activation nothing is needed).
         ctx.save_for_backward(a, b, c)
@@ -723,18 +729,21 @@ class MatmulFunction(torch.autograd.Function):
             dz = torch.ops.aten.gelu_backward(dc, kept, approximate="tanh")
         else:
             dz = dc
-        da = _product_laid_out_as(a, dz, b.t()) if ctx.needs_input_grad[0] else None
-        db = _product_laid_out_as(b, a.t(), dz) if ctx.needs_input_grad[1] else None
-        return da, db, None
+        copies = ctx.aligned_copies
+        da = _product_laid_out_as(a, dz, b.t(), copies) if ctx.needs_input_grad[0] else None
+        db = _product_laid_out_as(b, a.t(), dz, copies) if ctx.needs_input_grad[1] else None
+        return da, db, None, None
 
 
-def _product_laid_out_as(like: torch.Tensor, left: torch.Tensor, right: torch.Tensor):
+def _product_laid_out_as(
+    like: torch.Tensor, left: torch.Tensor, right: torch.Tensor, aligned_copies: bool
+) -> torch.Tensor:
     """``left @ right``, stored transposed when ``like`` is, as PyTorch's own matrix
     product lays out its gradients: the gradient of ``w.t()`` then comes out as a
     transposed view of a contiguous matrix, and ``w.grad`` needs no copy."""
     if transposed(like):
-        return matmul(right.t(), left.t()).t()
-    return matmul(left, right)
+        return matmul(right.t(), left.t(), aligned_copies=aligned_copies).t()
+    return matmul(left, right, aligned_copies=aligned_copies)
 
 
 def torch_matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
@@ -790,7 +799,40 @@ def make_square_nt(
     return a, weight.t()
 
 
+# The linear layers of a 7B-parameter transformer (hidden size 4096, MLP 11008, as in
+# Llama 2 7B), applied to LINEAR_TOKENS tokens: ``x @ w.t()`` with ``w`` (N, K).
+LINEAR_TOKENS = 4096
+LINEAR_K = 4096
+
+
+def make_linear(
+    n: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Activations (LINEAR_TOKENS, LINEAR_K) and a linear layer's weight (n, LINEAR_K) read
+    as ``w.t()`` (smaller on the CPU: 40 tokens of 48 features)."""
+    m, k = (LINEAR_TOKENS, LINEAR_K) if device.type == "cuda" else (40, 48)
+    x = torch.randn(m, k, dtype=dtype, device=device, generator=generator)
+    weight = torch.randn(n, k, dtype=dtype, device=device, generator=generator) / k**0.5
+    return x, weight.t()
+
+
+def linear_flops(n: int, dtype: torch.dtype) -> int:
+    """An (LINEAR_TOKENS, LINEAR_K) by (LINEAR_K, n) product."""
+    return 2 * LINEAR_TOKENS * n * LINEAR_K
+
+
 CUBLAS = {"cuBLAS": torch.matmul}
+
+
+def matmul_in_place(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """:func:`matmul` reading every operand where it lies, with no aligned copy: how the
+    course's kernels fare on unaligned rows without one (a series of the unaligned
+    benchmarks, beside the launcher's own)."""
+    return matmul(a, b, aligned_copies=False)
+
+
+# The unaligned benchmarks' extra series: the same kernels without the copy.
+IN_PLACE = {"Triton, no copy": matmul_in_place}
 
 BENCHMARK = BenchmarkSpec(
     name="matmul",
@@ -836,4 +878,55 @@ NT_BENCHMARK = BenchmarkSpec(
     work=square_flops,
     baselines=CUBLAS,
     details={"layout": "a @ w.t(), w a contiguous N x K matrix"},
+)
+
+# Sizes that are not multiples of 8: every row of A, B and C starts off a 16-byte
+# boundary, so no descriptor reads them in place (see ALIGNED_COPY_MIN_REUSE).
+UNALIGNED_BENCHMARK = BenchmarkSpec(
+    name="matmul_unaligned",
+    metric="TFLOP/s",
+    x_name="M = N = K",
+    dtype=torch.bfloat16,
+    gpu_sizes=[1025, 2047, 3071, 4097, 6143],
+    interpreter_sizes=[45],
+    make_inputs=make_square,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=square_flops,
+    baselines=CUBLAS,
+    extra_baselines=IN_PLACE,
+)
+
+UNALIGNED_NT_BENCHMARK = BenchmarkSpec(
+    name="matmul_unaligned_nt",
+    metric="TFLOP/s",
+    x_name="M = N = K",
+    dtype=torch.bfloat16,
+    gpu_sizes=[1025, 2047, 3071, 4097, 6143],
+    interpreter_sizes=[45],
+    make_inputs=make_square_nt,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=square_flops,
+    baselines=CUBLAS,
+    extra_baselines=IN_PLACE,
+    details={"layout": "a @ w.t(), w a contiguous N x K matrix"},
+)
+
+# N: the output features of each layer: the attention output (4096), the MLP's up and
+# gate projections (11008 each), the fused query, key and value (12288), the language-
+# model head of a 32000-token vocabulary, and of GPT-2's 50257, an odd one.
+LINEAR_BENCHMARK = BenchmarkSpec(
+    name="matmul_linear",
+    metric="TFLOP/s",
+    x_name="N",
+    dtype=torch.bfloat16,
+    gpu_sizes=[4096, 11008, 12288, 32000, 50257],
+    interpreter_sizes=[29],
+    make_inputs=make_linear,
+    triton=matmul,
+    torch_eager=torch.matmul,
+    work=linear_flops,
+    baselines=CUBLAS,
+    details={"M": LINEAR_TOKENS, "K": LINEAR_K, "layout": "x @ w.t(), w a contiguous N x K matrix"},
 )

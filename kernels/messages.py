@@ -81,6 +81,7 @@ def number(english: str) -> str:
 
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
-    run: the products' names (Triton, PyTorch, Liger, ...) stay, "bare launch" is
-    translated."""
-    return _("bare launch") if name == "bare launch" else name
+    run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
+    launch" and "Triton, no copy" are translated."""
+    translated = {"bare launch": _("bare launch"), "Triton, no copy": _("Triton, no copy")}
+    return translated.get(name, name)

@@ -375,11 +375,14 @@ def test_the_backward_formulas_pass_gradcheck_in_float64(
     # MatmulFunction with PyTorch's float64 product in place of the kernel (which takes
     # half precision only): its derivatives, transposes and activation gradients are
     # checked against finite differences.
-    monkeypatch.setattr(matmul, "matmul", matmul.torch_matmul)
+    monkeypatch.setattr(
+        matmul, "matmul", lambda a, b, activation="none", aligned_copies=True: (
+            matmul.torch_matmul(a, b, activation))
+    )  # fmt: skip
     a = randn(5, 7, dtype=torch.float64, seed=1).requires_grad_()
     b = randn(6, 7, dtype=torch.float64, seed=2).t().requires_grad_()
     assert torch.autograd.gradcheck(
-        lambda a, b: matmul.MatmulFunction.apply(a, b, activation), (a, b)
+        lambda a, b: matmul.MatmulFunction.apply(a, b, activation, True), (a, b)
     )
 
 
@@ -586,3 +589,36 @@ def test_a_planned_launch_that_would_read_a_misaligned_start_goes_back_to_the_fi
     assert not plan.reads_in_place(shifted, b)
     assert_close_to_float64(matmul.matmul(shifted, b), shifted.double() @ b.double(),
                             torch.float16)  # fmt: skip
+
+
+def test_aligned_copies_off_reads_every_operand_in_place_forward_and_backward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(matmul, "ALIGNED_COPY_MIN_REUSE", 1)
+    monkeypatch.setattr(matmul, "aligned_copy", lambda t: pytest.fail("copied"))
+    a, b = (t.requires_grad_() for t in UNALIGNED["odd-k-w.t()"](torch.float16))
+    grad = half(45, 29)
+    out = matmul.matmul(a, b, "relu", aligned_copies=False)
+    out.backward(grad)
+    reference, a_grad, b_grad = _reference_gradients(a, b, grad, "relu")
+    assert_close_to_float64(out, reference, torch.float16)
+    assert_close_to_float64(a.grad, a_grad, torch.float16)
+    assert_close_to_float64(b.grad, b_grad, torch.float16)
+    # The unaligned benchmarks' extra series is that call.
+    assert matmul.IN_PLACE["Triton, no copy"] is matmul.matmul_in_place
+    a, b = a.detach(), b.detach()
+    assert_close_to_float64(matmul.matmul_in_place(a, b), a.double() @ b.double(), torch.float16)
+
+
+def test_the_copies_are_made_in_the_backward_pass_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matmul, "ALIGNED_COPY_MIN_REUSE", 1)
+    copied = []
+    copy = matmul.aligned_copy
+    monkeypatch.setattr(matmul, "aligned_copy", lambda t: copied.append(t.shape) or copy(t))
+    a, b = (t.requires_grad_() for t in UNALIGNED["odd-k"](torch.bfloat16))
+    grad = half(45, 29, dtype=torch.bfloat16)
+    matmul.matmul(a, b).backward(grad)
+    _, a_grad, b_grad = _reference_gradients(a, b, grad, "none")
+    assert_close_to_float64(a.grad, a_grad, torch.bfloat16)
+    assert_close_to_float64(b.grad, b_grad, torch.bfloat16)
+    assert len(copied) > 2  # forward's two and the gradients' products'
