@@ -122,19 +122,33 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #
 # A descriptor needs each row to start on a 16-byte boundary and the elements of a row
 # to be contiguous (``A_TRANSPOSED`` and ``B_TRANSPOSED`` are for matrices stored the
-# other way round: "What the launcher accepts" below), so the launcher uses this kernel
-# when the GPU has a TMA and the matrices are aligned (with 2-byte types: when the rows
-# of each matrix as stored are a multiple of 8 elements long), and the pointer kernel
-# otherwise:
+# other way round: "What the launcher accepts" below). With 2-byte types, the rows of
+# a matrix as stored must then be a multiple of 8 elements long; "Rows off the 16-byte
+# boundary", further down, says what the launcher does with those that are not:
 #
 # .. literalinclude:: /kernels/matmul.py
-#    :pyobject: tma_applies
+#    :pyobject: tma_ready
+#
+# For large outputs the launcher runs the same kernel made *persistent*: a fixed number
+# of programs, one or two per SM, each computing every ``PROGRAMS``-th tile in turn,
+# instead of one program per tile. With one program per tile, the tiles come in
+# *waves* of as many programs as the SMs hold at once; when the count of tiles is not a
+# multiple of that, the last wave leaves most SMs idle. A persistent program's share
+# differs from another's by at most one tile, and ``flatten=True`` lets Triton start
+# loading a tile's first steps while the previous tile's result is still being stored:
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: matmul_tma_persistent_kernel
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :start-at: # Outputs of at least this many values take the persistent kernel
+#    :end-at: PROGRAMS_PER_SM =
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul
 #
-# The measurements below time the launcher, so on the H200 they time the descriptor
-# kernel.
+# The measurements below time the launcher: on the H200, the descriptor kernel for
+# outputs smaller than ``PERSISTENT_MIN_OUTPUT``, the persistent one from there up.
 
 # %%
 # Run it and check it
@@ -403,6 +417,138 @@ table = results_table(
     baseline_goal=0.95,
     against="cuBLAS",
 )
+table
+
+# %%
+# Rows off the 16-byte boundary
+# -----------------------------
+#
+# A hidden size such as 4095, or a square product of size 2047, starts every row of a
+# bfloat16 matrix 2 bytes off a 16-byte boundary: a row of 2047 values is 4094 bytes,
+# and 4094 is not a multiple of 16. No descriptor takes such a matrix; Triton's own
+# constructor refuses it:
+
+import re
+
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from kernels.compiler_output import compile_for_gpu
+
+ragged = torch.zeros(64, 2047, dtype=torch.bfloat16, device=kernel_device())
+try:
+    TensorDescriptor.from_tensor(ragged, [64, 64])
+except (AssertionError, ValueError) as refusal:
+    print(f"TensorDescriptor.from_tensor(64 x 2047 bfloat16, tile 64 x 64): {refusal}")
+
+# %%
+# The pointer kernel takes any strides, but what it compiles to depends on them. At a
+# launch Triton marks each integer argument and each pointer that is a multiple of 16
+# (the :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows the mark), and the
+# compiler moves a tile in 16-byte pieces only where those marks prove that every
+# piece starts on a 16-byte boundary. Here the kernel is compiled for an H200 (sm_90)
+# as a launch of an n x n bfloat16 product with the first candidate configuration
+# would compile it, once for n = 2048 and once for n = 2047, and its PTX (the assembly
+# the GPU's driver compiles further) is searched for two instructions: ``cp.async``, an
+# asynchronous 16-byte copy from memory to shared memory, which the loop issues
+# ``num_stages`` steps ahead, and ``ld.global.b16``, a load of one 2-byte value into a
+# register:
+
+POINTER_ARGS = ("a_ptr", "b_ptr", "c_ptr")
+SIZE_ARGS = ("M", "N", "K", "M_BUCKET", "stride_am", "stride_bk", "stride_cm")
+first = matmul.HOPPER_CONFIGS[0]
+
+
+def pointer_kernel_ptx(n: int) -> str:
+    """PTX of ``matmul_kernel`` for sm_90 as an n x n x n bfloat16 launch specializes it:
+    unit strides are constants, and each size, stride or pointer that is a multiple of
+    16 is marked as one."""
+    signature = dict.fromkeys(POINTER_ARGS, "*bf16") | dict.fromkeys(SIZE_ARGS, "i32")
+    constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "ACTIVATION": "none",
+                  "A_TRANSPOSED": False, "B_TRANSPOSED": False, **first.kwargs}  # fmt: skip
+    signature |= dict.fromkeys(constexprs, "constexpr")
+    ordered = {name: signature[name] for name in matmul.matmul_kernel.arg_names}
+    marked = POINTER_ARGS + (SIZE_ARGS if n % 16 == 0 else ())
+    launch = {"num_warps": first.num_warps, "num_stages": first.num_stages}
+    return compile_for_gpu("kernels.matmul:matmul_kernel", ordered, constexprs, marked,
+                           **launch)["ptx"]  # fmt: skip
+
+
+for n in (2048, 2047):
+    ptx = pointer_kernel_ptx(n)
+    copies = len(re.findall(r"cp\.async\.cg\.shared\.global", ptx))
+    loads = len(re.findall(r"ld\.global\.b16", ptx))
+    print(f"n = {n}: {copies} cp.async (16 bytes each), {loads} ld.global.b16 (2 bytes each)")
+
+# %%
+# With aligned rows, the tiles of ``A`` and ``B`` travel as asynchronous 16-byte copies,
+# issued steps ahead of the multiplication that needs them; with rows 2 bytes off, each
+# value is a load of its own into registers, and nothing is issued ahead. cuBLAS falls
+# at such sizes too (the figure below shows by how much): its fastest kernels need the
+# same alignment.
+#
+# So the launcher copies such an operand into a buffer whose rows are padded to the
+# next 16-byte boundary and reads the copy with TMA. The padding is never read: the
+# descriptor has the matrix's own shape, and TMA fills what lies outside it with zeros.
+# The copy reads and writes the operand once, which a product repays when it uses each
+# value many times; for few rows (a decoding step), it would cost more than the reads
+# it speeds up, and the operands are read in place:
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :start-at: # An operand whose rows TMA cannot read in place
+#    :end-at: ALIGNED_COPY_MIN_REUSE =
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: aligned_copy
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: _readable_rows
+#
+# ``C`` is written once per tile, not once per step along ``K``: where its rows are
+# unaligned the kernel stores its tiles through pointers, and only that store is
+# done 2 bytes at a time:
+#
+# .. literalinclude:: /kernels/matmul.py
+#    :pyobject: _store_tile
+#
+# Measured: square products whose size is not a multiple of 8, from 1025 to 6143. The
+# copies are part of the timed call. ``Triton, no copy`` is the same launcher reading
+# every operand in place (``aligned_copies=False``).
+
+unaligned = measure_or_load(matmul.UNALIGNED_BENCHMARK)
+figure = plot_measurement(unaligned)
+table = results_table(unaligned, min_work=0, baseline_goal=1.0, against="cuBLAS")
+table
+
+# %%
+# Each library beside itself one size away, where the rows are aligned (the square
+# record above):
+
+from kernels.report import neighbour_table
+
+neighbour_table(unaligned, square, ("cuBLAS", "Triton"))
+
+# %%
+# The same with ``B = W.t()``, where each operand is read as its transpose and the
+# copies are of ``W`` as stored:
+
+unaligned_nt = measure_or_load(matmul.UNALIGNED_NT_BENCHMARK)
+table = results_table(unaligned_nt, min_work=0, baseline_goal=1.0, against="cuBLAS")
+table
+
+# %%
+# A model's linear layers
+# -----------------------
+#
+# Square products are the textbook case; a model's are not square. Here are the linear
+# layers of a 7-billion-parameter transformer (hidden size 4096, MLP width 11008, as in
+# Llama 2 7B) applied to 4096 tokens, ``x @ W.t()`` with ``N`` output features: the
+# attention's output projection (4096), the MLP's up and gate projections (11008), the
+# fused query, key and value projection (12288), and a language-model head over a
+# vocabulary of 32000 and of 50257 tokens (GPT-2's, an odd number: ``C``'s rows are
+# unaligned there, ``A``'s and ``W``'s are not).
+
+linear = measure_or_load(matmul.LINEAR_BENCHMARK)
+table = results_table(linear, min_work=0, baseline_goal=0.95, against="cuBLAS")
 table
 
 # %%

@@ -26,6 +26,7 @@ def compile_for_gpu(
     arch: int = 90,
     debug: bool = False,
     num_warps: int = 4,
+    num_stages: int = 3,
 ) -> dict[str, str]:
     """The IR of ``kernel`` ("module:function") compiled for CUDA compute capability ``arch``.
 
@@ -34,13 +35,15 @@ def compile_for_gpu(
     ``divisible_by_16`` the arguments promised to be multiples of 16 (for a pointer: 16-byte
     aligned), which Triton assumes on its own at launch when it sees them so; ``debug`` compiles
     as ``TRITON_DEBUG=1`` would at launch (device assertions and integer overflow checks
-    kept); ``num_warps`` as at launch. A constexpr may be a Triton dtype (``tl.float32``).
+    kept); ``num_warps`` and ``num_stages`` as at launch. A constexpr may be a Triton
+    dtype (``tl.float32``).
     Returns the text of each stage in :data:`STAGES`.
     """
     sent = {name: _send(value) for name, value in constexprs.items()}
     request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": sent,
                           "divisible_by_16": list(divisible_by_16), "arch": arch,
-                          "debug": debug, "num_warps": num_warps})  # fmt: skip
+                          "debug": debug, "num_warps": num_warps,
+                          "num_stages": num_stages})  # fmt: skip
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     result = subprocess.run(
@@ -83,7 +86,7 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
         fn=kernel, signature=request["signature"], constexprs=constexprs, attrs=attrs
     )
     target = GPUTarget("cuda", request["arch"], 32)
-    options = {"debug": request["debug"], "num_warps": request["num_warps"]}
+    options = {key: request[key] for key in ("debug", "num_warps", "num_stages")}
     compiled = triton.compile(source, target=target, options=options)
     return {stage: compiled.asm[stage] for stage in STAGES}
 

@@ -240,6 +240,39 @@ def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
     return line.format(goal=goal, x_name=x_name, met=size_list(met), missed=size_list(missed))
 
 
+def neighbour_table(
+    measurement: Measurement, aligned: Measurement, providers: tuple[str, ...]
+) -> ResultTable:
+    """Each size of ``measurement`` beside the size one away in ``aligned`` (a record of
+    the same metric whose sizes are aligned, such as 2048 beside 2047): per provider, its
+    rate at both and the ratio of the first to the second. Sizes with no such neighbour
+    are left out."""
+    if measurement.placeholder or aligned.placeholder:
+        missing = _("{benchmark}: not measured yet, so there is no table.")
+        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
+    caption = [_("{metric} of each provider at each size and one size away, and the first "
+                 "divided by the second.").format(metric=measurement.metric)]  # fmt: skip
+    header = [measurement.x_name, _("one away")]
+    for provider in providers:
+        header += [series_name(provider), _("one away"), _("ratio")]
+    rows = []
+    for index, size in enumerate(measurement.x):
+        near = [other for other in aligned.x if abs(other - size) == 1]
+        if not near:
+            continue
+        row = [number(f"{size:,}"), number(f"{near[0]:,}")]
+        for provider in providers:
+            here = measurement.series[provider][index]
+            there = aligned.series[provider][aligned.x.index(near[0])]
+            if here is None or there is None:
+                row += ["n/a", "n/a", "n/a"]
+                continue
+            row += [number(f"{here:,.0f}"), number(f"{there:,.0f}"),
+                    number(f"{round_down(here / there, 2):.2f}x")]  # fmt: skip
+        rows.append(row)
+    return ResultTable(caption, header, rows, [])
+
+
 def print_peak_memory(measurement: Measurement) -> None:
     """Print the peak memory recorded beside a benchmark: a row per size, a column per
     provider, ``out of memory`` where it did not fit."""
