@@ -163,17 +163,24 @@ def test_softmax_backward_of_long_rows_loads_vectors_from_rows_of_odd_length() -
         assert vector_loads(ptx) == vectors
 
 
+@pytest.mark.parametrize("c_descriptor", [True, False], ids=["c-descriptor", "c-pointer"])
 @pytest.mark.parametrize("flatten", [True, False], ids=["flattened", "nested"])
-def test_the_persistent_matmul_compiles(flatten: bool) -> None:
-    tiles = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
-             "c_desc": "tensordesc<bf16[128, 128]>"}  # fmt: skip
-    signature = {**tiles, "M": "i32", "N": "i32", "K": "i32", "M_BUCKET": "i32"}
+def test_the_persistent_matmul_compiles(flatten: bool, c_descriptor: bool) -> None:
+    # C through its descriptor, or through pointers where its rows are unaligned.
+    c = "tensordesc<bf16[128, 128]>" if c_descriptor else "*bf16"
+    signature = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
+                 "c": c, "M": "i32", "N": "i32", "K": "i32", "M_BUCKET": "i32",
+                 "stride_cm": "i32"}  # fmt: skip
     options = {"ACTIVATION": "none", "A_TRANSPOSED": False, "B_TRANSPOSED": False,
-               "DTYPE": tl.bfloat16, "PROGRAMS": 132, "FLATTEN": flatten, "BLOCK_M": 128,
-               "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}  # fmt: skip
+               "DTYPE": tl.bfloat16, "C_DESCRIPTOR": c_descriptor, "PROGRAMS": 132,
+               "FLATTEN": flatten, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64,
+               "GROUP_M": 8}  # fmt: skip
     ptx = ptx_of("kernels.matmul:matmul_tma_persistent_kernel", signature, options, (),
                  num_warps=8)  # fmt: skip
     assert "wgmma" in ptx and "cp.async.bulk.tensor" in ptx
+    # The store of C: a bulk tensor copy from shared memory, or plain 2-byte stores.
+    assert ("cp.async.bulk.tensor.2d.global.shared" in ptx) == c_descriptor
+    assert bool(re.search(r"st\.global\.b16", ptx)) == (not c_descriptor)
 
 
 def test_layer_norm_chunked_forward_loads_vectors() -> None:
@@ -218,3 +225,31 @@ def test_rms_norm_chunked_forward_loads_vectors() -> None:
         ("x_ptr", "weight_ptr", "out_ptr", "n_cols"),
     )
     assert vector_loads(ptx)
+
+
+MATMUL_POINTERS = ("a_ptr", "b_ptr", "c_ptr")
+MATMUL_SIZES = ("M", "N", "K", "M_BUCKET", "stride_am", "stride_bk", "stride_cm")
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["n=2048", "n=2047"])
+def test_the_pointer_matmul_pipelines_16_byte_copies_only_when_rows_are_aligned(
+    aligned: bool,
+) -> None:
+    # What the matmul page prints and the aligned copy rests on: as an n x n launch
+    # specializes it, the pointer kernel's loop loads its tiles with cp.async (16 bytes,
+    # issued ahead) when every size and stride is a multiple of 16, and one 2-byte
+    # ld.global per value when they are not.
+    from kernels import matmul
+
+    config = matmul.HOPPER_CONFIGS[0]
+    signature = dict.fromkeys(MATMUL_POINTERS, "*bf16") | dict.fromkeys(MATMUL_SIZES, "i32")
+    constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "ACTIVATION": "none",
+                  "A_TRANSPOSED": False, "B_TRANSPOSED": False, **config.kwargs}  # fmt: skip
+    signature |= dict.fromkeys(constexprs, "constexpr")
+    marked = MATMUL_POINTERS + (MATMUL_SIZES if aligned else ())
+    launch = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    ptx = compile_for_gpu("kernels.matmul:matmul_kernel", signature, constexprs, marked,
+                          **launch)["ptx"]  # fmt: skip
+    copies = re.findall(r"cp\.async\.cg\.shared\.global", ptx)
+    two_byte_loads = re.findall(r"ld\.global\.b16", ptx)
+    assert (bool(copies), bool(two_byte_loads)) == ((True, False) if aligned else (False, True))

@@ -79,3 +79,28 @@ def test_a_goal_shown_as_reached_is_reached() -> None:
     series = {"Triton": [3493.0] * 5, "PyTorch": [3500.0] * 5, "torch.compile": [3400.0] * 5}
     table = results_table(sample(series=series), min_work=0, baseline_goal=1.0)
     assert table.rows[0][-2:] == ["0.99x", "MISSED"]
+
+
+def test_a_neighbour_table_sets_each_size_beside_the_aligned_size_one_away() -> None:
+    from kernels.report import neighbour_table
+
+    aligned = sample(x=[1024, 2048, 4096], work=[1.0] * 3,
+                     series={"Triton": [100.0, 200.0, 300.0], "PyTorch": [100.0, 400.0, None],
+                             "torch.compile": [1.0] * 3},
+                     call_series={"Triton": [1.0] * 3, "PyTorch": [1.0] * 3,
+                                  "torch.compile": [1.0] * 3},
+                     unavailable={"PyTorch": "not at 4096"})  # fmt: skip
+    ragged = sample(x=[1000, 2047, 4097], work=[1.0] * 3,
+                    series={"Triton": [50.0, 150.0, 290.0], "PyTorch": [9.0, 100.0, 50.0],
+                            "torch.compile": [1.0] * 3},
+                    call_series={"Triton": [1.0] * 3, "PyTorch": [1.0] * 3,
+                                 "torch.compile": [1.0] * 3})  # fmt: skip
+    table = neighbour_table(ragged, aligned, ("PyTorch", "Triton"))
+    # 1000 has no size one away; 4097's PyTorch neighbour was not measured.
+    assert table.rows == [
+        ["2,047", "2,048", "100", "400", "0.25x", "150", "200", "0.75x"],
+        ["4,097", "4,096", "n/a", "n/a", "n/a", "290", "300", "0.96x"],
+    ]
+    assert table.header[:3] == ["N", "one away", "PyTorch"]
+    assert neighbour_table(placeholder(vector_add.BENCHMARK, "no record"), aligned,
+                           ("Triton",)).rows == []  # fmt: skip
