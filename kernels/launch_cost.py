@@ -263,7 +263,8 @@ def matmul_case(device: torch.device) -> LaunchCase:
         descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
         bare = _launch(
             matmul.tuned_matmul_tma_kernel, grid, *descriptors, SQUARE, SQUARE, SQUARE,
-            m_bucket, ACTIVATION="none", DTYPE=matmul.TRITON_DTYPES[a.dtype], **layout,
+            m_bucket, c.stride(0), ACTIVATION="none", DTYPE=matmul.TRITON_DTYPES[a.dtype],
+            C_DESCRIPTOR=True, **layout,
         )  # fmt: skip
     else:
         bare = _launch(
