@@ -2,7 +2,9 @@
 
 import dataclasses
 import json
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,84 @@ def test_save_refuses_a_broken_record(monkeypatch: pytest.MonkeyPatch, tmp_path:
     with pytest.raises(measurements.MeasurementError, match="'x' must be a non-empty list"):
         measurements.save(record)
     assert not (tmp_path / "vector_add.json").exists()
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _zero_device(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+
+
+def _link_loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+def _huge_integer(path: Path) -> None:
+    path.write_text(json.dumps(sample_doc()).replace('"x": [', '"x": [' + "7" * 5000 + ", "))
+
+
+def _duplicate_key(path: Path) -> None:
+    path.write_text(json.dumps(sample_doc())[:-1] + ', "dtype": "float16"}')
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_fifo, r"cannot read a record \(not a regular file"),
+        (_zero_device, r"cannot read a record \(not a regular file"),
+        (_directory, r"cannot read a record \(Is a directory\)"),
+        (_link_loop, r"no recorded measurement"),
+        (_huge_integer, r"not a record \(.*digits"),
+        (_duplicate_key, r"not a record \(the key 'dtype' appears twice"),
+    ],
+    ids=["fifo", "dev-zero", "directory", "link-loop", "huge-integer", "duplicate-key"],
+)
+def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make: Callable[[Path], None], message: str
+) -> None:
+    # Before: a FIFO hung the reader, /dev/zero filled the memory, a directory, a link
+    # loop and a 5,000-digit integer escaped as tracebacks, a repeated key was accepted.
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    make(tmp_path / "vector_add.json")
+    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+        measurements.load("vector_add")
+
+
+def test_a_record_is_written_whole_or_not_at_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    path = measurements.save(sample())
+    before = path.read_bytes()
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+
+    def full_disk(descriptor: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    # A write that fails before it is whole on disk (a full disk, a killed run) leaves
+    # the old record and no temporary file; before, the record was cut short.
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        measurements.save(dataclasses.replace(sample(), x_name="rows"))
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vector_add.json"]
+
+
+def test_a_record_that_is_a_link_is_replaced_not_written_through(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path / "records")
+    users_file = tmp_path / "notes.txt"
+    users_file.write_text("mine")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "vector_add.json").symlink_to(users_file)
+    path = measurements.save(sample())
+    assert users_file.read_text() == "mine"
+    assert not path.is_symlink() and measurements.read(path) == sample()
