@@ -140,7 +140,7 @@ def _where_outside(index: int, shape: tuple[int, ...], layout: Layout) -> str:
         return _("between its elements (it is a strided view)")
     rows, cols = shape
     outer, inner = (cols, rows) if layout.transposed else (rows, cols)
-    line, _position = divmod(offset, inner + layout.pad_cols)
+    line = offset // (inner + layout.pad_cols)
     if line >= outer:
         return _("past its last row") if not layout.transposed else _("past its last column")
     if layout.transposed:
@@ -225,7 +225,8 @@ def _run_of(indices: list[int]) -> str:
 
 
 def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tuple[str, str] | None:
-    """The pattern of the wrong elements, as (name, sentence), where one is plain."""
+    """The pattern of the wrong elements, as (name, sentence), where one is plain. A 1-D
+    output with a tile of one element has one value per row (a program per row)."""
     if wrong.all():
         if unwritten:
             return "nothing_written", _(
@@ -233,44 +234,57 @@ def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tup
                 "somewhere, and does the grid launch any program?"
             )
         return "all", _("Every element is wrong, so look at the computation itself first.")
-    if wrong.dim() == 1:
-        n = wrong.numel()
-        bad = wrong.nonzero().flatten().tolist()
-        if bad == [n - 1]:
-            return "boundary", _(
-                "Only the last element is wrong: an off-by-one at the boundary (compare `<` "
-                "with `<=`, and `n` with `n - 1`)."
-            )
-        if tile and n % tile[0] and bad[0] >= n - n % tile[0]:
-            start = n - n % tile[0]
-            return "last_partial_tile", _(
-                "Only the last, partial tile is wrong (elements {start} to {end}): look at "
-                "what the mask does there."
-            ).format(start=start, end=n - 1)
-        if bad == list(range(bad[0], n)):
-            # Without the sentinel (a launcher allocates its own output) this is a guess.
-            return "tail", _(
-                "Elements {start} to {end}, up to the end, are wrong: were they written at "
-                "all? The grid may launch too few programs for {n} elements (round the "
-                "division up, with `triton.cdiv`)."
-            ).format(start=bad[0], end=n - 1, n=n)
-        if len(bad) > 1 and len({i % 2 for i in bad}) == 1:
-            return "every_other", _(
-                "Every other element is wrong ({which}): look at the stride of the "
-                "inputs, which is not 1 in this case."
-            ).format(which=_run_of(bad))
-        return None
-    rows = wrong.any(dim=1).nonzero().flatten().tolist()
-    cols = wrong.any(dim=0).nonzero().flatten().tolist()
-    n_rows, n_cols = wrong.shape
-    if rows == list(range(1, n_rows)):
+    if wrong.dim() == 2 or tile == (1,):
+        return _row_pattern(wrong, tile)
+    n = wrong.numel()
+    bad = wrong.nonzero().flatten().tolist()
+    if bad == [n - 1]:
+        return "boundary", _(
+            "Only the last element is wrong: an off-by-one at the boundary (compare `<` "
+            "with `<=`, and `n` with `n - 1`)."
+        )
+    if tile and n % tile[0] and bad[0] >= n - n % tile[0]:
+        return "last_partial_tile", _(
+            "Only the last, partial tile is wrong (elements {start} to {end}): look at "
+            "what the mask does there."
+        ).format(start=n - n % tile[0], end=n - 1)
+    if bad == list(range(bad[0], n)) and (unwritten or (tile and bad[0] % tile[0] == 0)):
+        return "tail", _(
+            "Elements {start} to {end}, up to the end, are wrong: were they written at "
+            "all? The grid may launch too few programs for {n} elements (round the "
+            "division up, with `triton.cdiv`)."
+        ).format(start=bad[0], end=n - 1, n=n)
+    if len(bad) > 1 and len({i % 2 for i in bad}) == 1 and len(bad) >= (n - 1) // 2:
+        return "every_other", _(
+            "Every other element is wrong ({which}): look at the stride of the inputs, "
+            "which is not 1 in this case."
+        ).format(which=_run_of(bad))
+    return None
+
+
+def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] | None:
+    """The pattern of the wrong rows of a 2-D output, or of a 1-D output of one value per
+    row; and for 2-D tiles, of the wrong tiles."""
+    by_row = wrong.any(dim=1) if wrong.dim() == 2 else wrong
+    rows = by_row.nonzero().flatten().tolist()
+    n_rows = by_row.numel()
+    if n_rows > 2 and rows == list(range(1, n_rows)):
         return "rows_after_first", _(
             "Row 0 is right and every later row is wrong: look at where a row starts (its stride)."
         )
-    if len(rows) > 1 and len({r % 2 for r in rows}) == 1 and len(rows) < n_rows:
+    if len(rows) > 1 and len({r % 2 for r in rows}) == 1 and len(rows) >= (n_rows - 1) // 2:
         return "every_other_row", _(
             "Every other row is wrong (rows {which}): look at how a program finds its rows."
         ).format(which=_run_of(rows))
+    if wrong.dim() == 1:
+        return None
+    cols = wrong.any(dim=0).nonzero().flatten().tolist()
+    n_cols = wrong.shape[1]
+    if len(rows) == n_rows and cols == list(range(cols[0], n_cols)):
+        return "row_ends", _(
+            "In every row, columns {start} to {end} are wrong: the tile does not reach the "
+            "end of the row."
+        ).format(start=cols[0], end=n_cols - 1)
     if len(tile) == 2:
         block_rows, block_cols = tile
         if n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
@@ -301,7 +315,7 @@ def _compare(actual: torch.Tensor, expected: torch.Tensor, case: Case) -> None:
         unwritten_at = (actual.long() == SENTINEL) & (expected != SENTINEL)
     unwritten = bool((unwritten_at | ~wrong).all())
     lines = [
-        _("{count} of {total} values are wrong. The first is at index {index}: expected "
+        _("Wrong values: {count} of {total}. The first is at index {index}: expected "
           "{expected}, got {actual}.").format(
             count=int(wrong.sum()), total=wrong.numel(), index=_format_index(first),
             expected=_format_value(want), actual=_format_value(got))
@@ -329,7 +343,8 @@ def _compare(actual: torch.Tensor, expected: torch.Tensor, case: Case) -> None:
             "between the elements of a strided input, the checker put NaN: the kernel "
             "most likely read outside an input."
         ))  # fmt: skip
-    found = _pattern(wrong, case.tile, unwritten)
+    # A wrapped integer tells its own story; the indices it happens at tell none.
+    found = None if kind == "overflow" else _pattern(wrong, case.tile, unwritten)
     if found:
         lines.append(found[1])
     raise _Failure(kind, lines, found[0] if found else None)
@@ -359,8 +374,9 @@ def _check_kernel(task: KernelTask, kernel: object, files: set[str]) -> None:
             if outside.any():
                 index = int(outside.nonzero()[0])
                 raise _Failure("wrote_outside", [_(
-                    "The kernel wrote {count} values outside the output, the first one "
-                    "{where}. Out there is other memory: check the mask of every `tl.store`."
+                    "The kernel wrote outside the output, first {where} (elements changed "
+                    "outside: {count}). Out there is other memory: check the mask of every "
+                    "`tl.store`."
                 ).format(count=int(outside.sum()),
                          where=_where_outside(index, case.out_shape, layout))])  # fmt: skip
             _compare(out, task.reference(case), case)
