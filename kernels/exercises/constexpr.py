@@ -23,18 +23,28 @@ def _scale_cases() -> tuple[Case, ...]:
 
     return (
         case(N_("RELU=False, 300 elements"), 300, False),
-        case(N_("RELU=True, 300 elements with both infinities"), 300, True,
-             note=N_("With RELU=True, every negative result must become 0.")),
+        case(
+            N_("RELU=True, 300 elements with both infinities"),
+            300,
+            True,
+            note=N_("With RELU=True, every negative result must become 0."),
+        ),
         case(N_("RELU=True, one element"), 1, True),
         case(N_("RELU=False, float16"), 200, False, dtype=torch.float16),
-    )  # fmt: skip
+    )
 
 
 def _launch_scale(kernel: object, launch: Launch) -> None:
     out, params = launch.out, launch.params
     grid = (triton.cdiv(out.numel(), params["BLOCK_SIZE"]),)
-    kernel[grid](launch.inputs["x"], out, out.numel(), params["scale"],
-                 BLOCK_SIZE=params["BLOCK_SIZE"], RELU=params["RELU"])  # fmt: skip
+    kernel[grid](
+        launch.inputs["x"],
+        out,
+        out.numel(),
+        params["scale"],
+        BLOCK_SIZE=params["BLOCK_SIZE"],
+        RELU=params["RELU"],
+    )
 
 
 def _scale_reference(case: Case) -> torch.Tensor:
@@ -71,7 +81,7 @@ def scale_kernel(x_ptr, out_ptr, n_elements, scale,
             "lane by lane."
         ),
         N_("`if RELU:` then `out = tl.maximum(out, 0.0)`."),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def scale_kernel(x_ptr, out_ptr, n_elements, scale,
@@ -106,8 +116,13 @@ def scale_rows_kernel(x_ptr, out_ptr, n_cols, scale, BLOCK_SIZE: tl.constexpr):
 
 def _rows_cases() -> tuple[Case, ...]:
     def case(name: str, rows: int, cols: int, **extra: object) -> Case:
-        return Case(name, {"x": _values(rows * cols).reshape(rows, cols)}, (rows, cols),
-                    params={"scale": 2.5}, **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            {"x": _values(rows * cols).reshape(rows, cols)},
+            (rows, cols),
+            params={"scale": 2.5},
+            **extra,
+        )  # type: ignore[arg-type]
 
     return (
         case(N_("4 rows of 64 columns"), 4, 64),
@@ -159,7 +174,7 @@ def scale_rows(x, scale):
         N_("Rows of 64 columns work; rows of 50 do not. What is special about 64?"),
         N_("Round the row's length up to a power of two: the mask switches the extra lanes off."),
         N_("`BLOCK_SIZE = triton.next_power_of_2(n_cols)`."),
-    ),  # fmt: skip
+    ),
     solution="""\
 def scale_rows(x, scale):
     n_rows, n_cols = x.shape

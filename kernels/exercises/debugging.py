@@ -53,7 +53,7 @@ def double_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
             "`n_elements - 1`. Which lanes does the mask let through?"
         ),
         N_("`<=` lets the lane at offset `n_elements` through: one past the end."),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def double_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
@@ -77,24 +77,38 @@ def double_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 def _min_cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
-        return Case(name, {"x": x}, (x.shape[0],), layouts={"x": Layout(pad_cols=3)},
-                    params={"BLOCK_SIZE": block}, tile=(1,), **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            {"x": x},
+            (x.shape[0],),
+            layouts={"x": Layout(pad_cols=3)},
+            params={"BLOCK_SIZE": block},
+            tile=(1,),
+            **extra,
+        )  # type: ignore[arg-type]
 
     positive = torch.arange(20, dtype=torch.float64).reshape(4, 5) * 0.25 + 1.5
     mixed = torch.arange(-12, 12, dtype=torch.float64).reshape(3, 8) * 0.5 + 0.25
     return (
         case(N_("3 rows of 8 columns, tiles of 8"), mixed, 8),
-        case(N_("4 rows of 5 positive numbers, tiles of 8"), positive, 8,
-             note=N_("Every value of these rows is positive, and the tile has 3 masked "
-                     "lanes: they must not take part in the minimum.")),
+        case(
+            N_("4 rows of 5 positive numbers, tiles of 8"),
+            positive,
+            8,
+            note=N_(
+                "Every value of these rows is positive, and the tile has 3 masked "
+                "lanes: they must not take part in the minimum."
+            ),
+        ),
         case(N_("one row of one value"), torch.tensor([[7.5]], dtype=torch.float64), 1),
-    )  # fmt: skip
+    )
 
 
 def _launch_min(kernel: object, launch: Launch) -> None:
     x = launch.inputs["x"]
-    kernel[(x.shape[0],)](x, launch.out, x.shape[1], x.stride(0),
-                          BLOCK_SIZE=launch.params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(x.shape[0],)](
+        x, launch.out, x.shape[1], x.stride(0), BLOCK_SIZE=launch.params["BLOCK_SIZE"]
+    )
 
 
 MIN_OTHER = Exercise(
@@ -126,7 +140,7 @@ def row_min_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
             'The neutral value of a minimum is `float("inf")`: '
             '`tl.load(..., mask=cols < n_cols, other=float("inf"))`.'
         ),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def row_min_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr):
@@ -150,14 +164,23 @@ def row_min_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
 def _start_cases() -> tuple[Case, ...]:
     def case(name: str, rows: list[int], stride: int) -> Case:
         values = torch.tensor(rows, dtype=torch.int32)
-        return Case(name, {"rows": values}, (len(rows),), out_dtype=torch.int64,
-                    params={"row_stride": stride}, tile=(len(rows),))  # fmt: skip
+        return Case(
+            name,
+            {"rows": values},
+            (len(rows),),
+            out_dtype=torch.int64,
+            params={"row_stride": stride},
+            tile=(len(rows),),
+        )
 
     return (
         case(N_("small rows: 0 to 7, stride 1000"), list(range(8)), 1000),
-        case(N_("rows of 65536 tokens' logits over a vocabulary of 50257"),
-             [0, 1, 42730, 42731, 50000, 60000, 65534, 65535], 50257),
-    )  # fmt: skip
+        case(
+            N_("rows of 65536 tokens' logits over a vocabulary of 50257"),
+            [0, 1, 42730, 42731, 50000, 60000, 65534, 65535],
+            50257,
+        ),
+    )
 
 
 def _launch_starts(kernel: object, launch: Launch) -> None:
@@ -192,7 +215,7 @@ def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr):
             "afterwards: by then it has wrapped around."
         ),
         N_("Widen before multiplying: `rows.to(tl.int64) * row_stride`."),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr):
@@ -211,7 +234,7 @@ def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr):
     entry="row_start_kernel",
     task=KernelTask(
         _start_cases(), _launch_starts, lambda case: case.value("rows") * case.params["row_stride"]
-    ),  # fmt: skip
+    ),
     starter_diagnosis="overflow",
 )
 

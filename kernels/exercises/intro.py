@@ -24,17 +24,19 @@ def _special(n: int) -> torch.Tensor:
 def _add_cases(block: int) -> tuple[Case, ...]:
     def case(name: str, n: int, **extra: object) -> Case:
         inputs = extra.pop("inputs", None) or {"x": _ramp(n), "y": _ramp(n, 100.0)}
-        return Case(name, inputs, (n,), params={"BLOCK_SIZE": block}, tile=(block,),
-                    **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(name, inputs, (n,), params={"BLOCK_SIZE": block}, tile=(block,), **extra)  # type: ignore[arg-type]
 
     return (
         case(N_("512 elements, a whole number of tiles"), 512),
         case(N_("1000 elements: the last tile is partial"), 1000),
         case(N_("one element"), 1),
-        case(N_("NaN and infinities, which x + y keeps"), 37,
-             inputs={"x": _special(37), "y": _ramp(37)}),
+        case(
+            N_("NaN and infinities, which x + y keeps"),
+            37,
+            inputs={"x": _special(37), "y": _ramp(37)},
+        ),
         case(N_("float16, 100 elements"), 100, dtype=torch.float16),
-    )  # fmt: skip
+    )
 
 
 def _launch_add(kernel: object, launch: Launch) -> None:
@@ -105,8 +107,14 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 def _strided_cases() -> tuple[Case, ...]:
     def case(name: str, n: int, block: int, x_step: int = 1, y_step: int = 1) -> Case:
         layouts = {"x": Layout(step=x_step), "y": Layout(step=y_step)}
-        return Case(name, {"x": _ramp(n), "y": _ramp(n, 100.0)}, (n,), layouts=layouts,
-                    params={"BLOCK_SIZE": block}, tile=(block,))  # fmt: skip
+        return Case(
+            name,
+            {"x": _ramp(n), "y": _ramp(n, 100.0)},
+            (n,),
+            layouts=layouts,
+            params={"BLOCK_SIZE": block},
+            tile=(block,),
+        )
 
     return (
         case(N_("contiguous vectors of 300 elements"), 300, 128),
@@ -178,13 +186,25 @@ def add_strided_kernel(x_ptr, y_ptr, out_ptr, n_elements, x_stride, y_stride,
 
 def _launcher_cases() -> tuple[Case, ...]:
     return (
-        Case(N_("1000 float32 elements"), {"x": _ramp(1000), "y": _ramp(1000, 100.0)}, (1000,),
-             tile=(256,)),
-        Case(N_("float16 inputs: the output is float16 too"),
-             {"x": _ramp(300), "y": _ramp(300, 100.0)}, (300,), dtype=torch.float16, tile=(256,)),
-        Case(N_("a 7 x 9 matrix: the output has the input's shape"),
-             {"x": _ramp(63).reshape(7, 9), "y": _ramp(63, 100.0).reshape(7, 9)}, (7, 9)),
-    )  # fmt: skip
+        Case(
+            N_("1000 float32 elements"),
+            {"x": _ramp(1000), "y": _ramp(1000, 100.0)},
+            (1000,),
+            tile=(256,),
+        ),
+        Case(
+            N_("float16 inputs: the output is float16 too"),
+            {"x": _ramp(300), "y": _ramp(300, 100.0)},
+            (300,),
+            dtype=torch.float16,
+            tile=(256,),
+        ),
+        Case(
+            N_("a 7 x 9 matrix: the output has the input's shape"),
+            {"x": _ramp(63).reshape(7, 9), "y": _ramp(63, 100.0).reshape(7, 9)},
+            (7, 9),
+        ),
+    )
 
 
 def _call_add(launcher: object, inputs: dict[str, torch.Tensor], params: object) -> object:

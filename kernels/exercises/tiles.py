@@ -23,29 +23,47 @@ def _with_infinity(rows: int, cols: int) -> torch.Tensor:
 
 def _row_cases(*, negative_rows: bool) -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, pad: int = 0, **extra: object) -> Case:
-        return Case(name, {"x": x}, (x.shape[0],), layouts={"x": Layout(pad_cols=pad)},
-                    params={"BLOCK_SIZE": block}, tile=(1,), **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            {"x": x},
+            (x.shape[0],),
+            layouts={"x": Layout(pad_cols=pad)},
+            params={"BLOCK_SIZE": block},
+            tile=(1,),
+            **extra,
+        )  # type: ignore[arg-type]
 
     cases = [
         case(N_("6 rows of 50 columns, tiles of 64"), _matrix(6, 50), 64),
-        case(N_("5 rows of 50 columns inside a matrix 64 columns wide (row stride 64)"),
-             _matrix(5, 50), 64, pad=14),
+        case(
+            N_("5 rows of 50 columns inside a matrix 64 columns wide (row stride 64)"),
+            _matrix(5, 50),
+            64,
+            pad=14,
+        ),
         case(N_("one row of one column"), _matrix(1, 1), 1),
         case(N_("infinities in the rows"), _with_infinity(4, 9), 16),
-    ]  # fmt: skip
+    ]
     if negative_rows:
-        cases.insert(1, case(N_("rows of negative numbers, 50 columns, tiles of 64"),
-                             _matrix(4, 50, negative=True), 64,
-                             note=N_("Every value of these rows is negative, and the masked "
-                                     "lanes of a tile must not take part in the maximum.")))  # fmt: skip
+        cases.insert(
+            1,
+            case(
+                N_("rows of negative numbers, 50 columns, tiles of 64"),
+                _matrix(4, 50, negative=True),
+                64,
+                note=N_(
+                    "Every value of these rows is negative, and the masked "
+                    "lanes of a tile must not take part in the maximum."
+                ),
+            ),
+        )
     return tuple(cases)
 
 
 def _launch_rows(kernel: object, launch: Launch) -> None:
     x = launch.inputs["x"]
     n_rows, n_cols = x.shape
-    kernel[(n_rows,)](x, launch.out, n_cols, x.stride(0),
-                      BLOCK_SIZE=launch.params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(n_rows,)](x, launch.out, n_cols, x.stride(0), BLOCK_SIZE=launch.params["BLOCK_SIZE"])
 
 
 ROW_SUM = Exercise(
@@ -80,7 +98,7 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
             "`x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0)`, "
             "then `tl.store(out_ptr + row, tl.sum(x, axis=0))`."
         ),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr):
@@ -98,7 +116,7 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
     entry="row_sum_kernel",
     task=KernelTask(
         _row_cases(negative_rows=False), _launch_rows, lambda case: case.value("x").sum(dim=1)
-    ),  # fmt: skip
+    ),
     starter_diagnosis="not_written",
 )
 
@@ -110,25 +128,48 @@ def _relu_cases() -> tuple[Case, ...]:
         name: str, values: torch.Tensor, tile: tuple[int, int], x: Layout | None = None
     ) -> Case:
         layouts = {**out_guard, "x": x} if x else out_guard
-        return Case(name, {"x": values}, tuple(values.shape), layouts=layouts,
-                    params={"BLOCK_ROWS": tile[0], "BLOCK_COLS": tile[1]}, tile=tile)  # fmt: skip
+        return Case(
+            name,
+            {"x": values},
+            tuple(values.shape),
+            layouts=layouts,
+            params={"BLOCK_ROWS": tile[0], "BLOCK_COLS": tile[1]},
+            tile=tile,
+        )
 
     return (
-        case(N_("50 x 70 in tiles of 16 x 32: partial tiles on both edges"),
-             _matrix(50, 70), (16, 32)),
+        case(
+            N_("50 x 70 in tiles of 16 x 32: partial tiles on both edges"),
+            _matrix(50, 70),
+            (16, 32),
+        ),
         case(N_("one element, in a tile of 16 x 32"), _matrix(1, 1), (16, 32)),
-        case(N_("x stored column by column (a transposed view), 20 x 30"),
-             _matrix(20, 30), (8, 16), x=Layout(transposed=True)),
+        case(
+            N_("x stored column by column (a transposed view), 20 x 30"),
+            _matrix(20, 30),
+            (8, 16),
+            x=Layout(transposed=True),
+        ),
         case(N_("infinities, 5 x 9"), _with_infinity(5, 9), (4, 4)),
-    )  # fmt: skip
+    )
 
 
 def _launch_relu(kernel: object, launch: Launch) -> None:
     x, out, params = launch.inputs["x"], launch.out, launch.params
     n_rows, n_cols = x.shape
     grid = (triton.cdiv(n_rows, params["BLOCK_ROWS"]), triton.cdiv(n_cols, params["BLOCK_COLS"]))
-    kernel[grid](x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
-                 BLOCK_ROWS=params["BLOCK_ROWS"], BLOCK_COLS=params["BLOCK_COLS"])  # fmt: skip
+    kernel[grid](
+        x,
+        out,
+        n_rows,
+        n_cols,
+        x.stride(0),
+        x.stride(1),
+        out.stride(0),
+        out.stride(1),
+        BLOCK_ROWS=params["BLOCK_ROWS"],
+        BLOCK_COLS=params["BLOCK_COLS"],
+    )
 
 
 RELU_2D = Exercise(
@@ -168,7 +209,7 @@ def relu_2d_kernel(x_ptr, out_ptr, n_rows, n_cols,
             "`mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)`; each matrix gets "
             "its own offsets, built from its own strides."
         ),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def relu_2d_kernel(x_ptr, out_ptr, n_rows, n_cols,
@@ -222,7 +263,7 @@ def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
             "value that never wins."
         ),
         N_('Load with `other=-float("inf")`, then `row_max = tl.max(x, axis=0)`.'),
-    ),  # fmt: skip
+    ),
     solution="""\
 @triton.jit
 def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr):
@@ -240,7 +281,7 @@ def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
     entry="row_max_kernel",
     task=KernelTask(
         _row_cases(negative_rows=True), _launch_rows, lambda case: case.value("x").amax(dim=1)
-    ),  # fmt: skip
+    ),
     starter_diagnosis="wrong_values",
 )
 
@@ -271,7 +312,7 @@ PREDICT_TILE = Exercise(
             "Element `(49, 69)` is in the last row of tiles and the last column of tiles; "
             "number the programs row by row from 0."
         ),
-    ),  # fmt: skip
+    ),
     solution="answer = (12, 11)\n",
     explanation=N_(
         "The grid is 4 x 3: 12 programs. Row 49 is in row 3 of tiles (rows 48 to 63) and "
