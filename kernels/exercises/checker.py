@@ -40,9 +40,10 @@ from .model import (
     Layout,
 )
 
-# Elements of guard before and after every tensor: more than the largest tile any case
-# launches, so that a tile that runs past the end stays inside the guard (farther off,
-# the interpreter would touch memory that is not the checker's).
+# The fewest elements of guard before and after every tensor: more than the largest tile
+# any case launches, so that a tile that runs past the end stays inside the guard. Farther
+# off, the interpreter would read or write memory that is not the checker's (and can
+# crash the process).
 GUARD = 128
 # What the output holds before the kernel runs, in its guards and in itself. Exact in
 # float16 and in every integer dtype used, and not a value any case computes.
@@ -92,24 +93,36 @@ class _Failure(Exception):
 # ----- guarded buffers ---------------------------------------------------------------
 
 
+def _span(shape: tuple[int, ...], layout: Layout) -> int:
+    """How many elements of memory a view of ``shape`` laid out as ``layout`` spans."""
+    if len(shape) == 1:
+        return shape[0] * layout.step
+    rows, cols = shape
+    outer, inner = (cols, rows) if layout.transposed else (rows, cols)
+    return outer * (inner + layout.pad_cols)
+
+
+def _guard(shape: tuple[int, ...], layout: Layout) -> int:
+    """Elements of guard on each side of a view: ``GUARD``, or twice the view's span if
+    larger, so that a whole tile of rows past the last (a missing row mask) still lands
+    in the guard."""
+    return max(GUARD, 2 * _span(shape, layout))
+
+
 def _place(
     shape: tuple[int, ...], dtype: torch.dtype, layout: Layout, fill: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A buffer full of ``fill`` and a view of ``shape`` inside it, laid out as ``layout``
-    says, with ``GUARD`` elements of buffer before and after it."""
-    if len(shape) == 1:
-        span = shape[0] * layout.step
-    else:
-        rows, cols = shape
-        outer, inner = (cols, rows) if layout.transposed else (rows, cols)
-        span = outer * (inner + layout.pad_cols)
-    buffer = torch.full((GUARD + span + GUARD,), fill, dtype=dtype, device=kernel_device())
+    says, with :func:`_guard` elements of buffer before and after it."""
+    size = _span(shape, layout) + 2 * _guard(shape, layout)
+    buffer = torch.full((size,), fill, dtype=dtype, device=kernel_device())
     return buffer, _view_in(buffer, shape, layout)
 
 
 def _view_in(buffer: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
     """The view of ``shape`` laid out as ``layout`` in a buffer made by ``_place``."""
-    flat = buffer[GUARD : buffer.numel() - GUARD]
+    guard = _guard(shape, layout)
+    flat = buffer[guard : guard + _span(shape, layout)]
     if len(shape) == 1:
         return flat[:: layout.step]
     rows, cols = shape
@@ -131,9 +144,10 @@ def _inputs(case: Case) -> dict[str, torch.Tensor]:
 
 def _where_outside(index: int, shape: tuple[int, ...], layout: Layout) -> str:
     """Where the buffer element ``index`` lies relative to the view placed by ``_place``."""
-    if index < GUARD:
+    guard = _guard(shape, layout)
+    if index < guard:
         return _("before its first element")
-    offset = index - GUARD
+    offset = index - guard
     if len(shape) == 1:
         if offset >= shape[0] * layout.step:
             return _("past its last element")
@@ -243,17 +257,18 @@ def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tup
             "Only the last element is wrong: an off-by-one at the boundary (compare `<` "
             "with `<=`, and `n` with `n - 1`)."
         )
+    # Whole tiles at the end left unwritten: their programs never ran.
+    if unwritten and bad == list(range(bad[0], n)) and (not tile or bad[0] % tile[0] == 0):
+        return "tail", _(
+            "Elements {start} to {end}, up to the end, were never written: the grid "
+            "launches too few programs for {n} elements (round the division up, with "
+            "`triton.cdiv`)."
+        ).format(start=bad[0], end=n - 1, n=n)
     if tile and n % tile[0] and bad[0] >= n - n % tile[0]:
         return "last_partial_tile", _(
             "Only the last, partial tile is wrong (elements {start} to {end}): look at "
             "what the mask does there."
         ).format(start=n - n % tile[0], end=n - 1)
-    if bad == list(range(bad[0], n)) and (unwritten or (tile and bad[0] % tile[0] == 0)):
-        return "tail", _(
-            "Elements {start} to {end}, up to the end, are wrong: were they written at "
-            "all? The grid may launch too few programs for {n} elements (round the "
-            "division up, with `triton.cdiv`)."
-        ).format(start=bad[0], end=n - 1, n=n)
     if len(bad) > 1 and len({i % 2 for i in bad}) == 1 and len(bad) >= (n - 1) // 2:
         return "every_other", _(
             "Every other element is wrong ({which}): look at the stride of the inputs, "
@@ -300,15 +315,21 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
     return None
 
 
-def _compare(actual: torch.Tensor, expected: torch.Tensor, case: Case) -> None:
-    """Raise a :class:`_Failure` where ``actual`` is not ``expected``."""
+def _compare(
+    actual: torch.Tensor, expected: torch.Tensor, case: Case, *, own_output: bool = False
+) -> None:
+    """Raise a :class:`_Failure` where ``actual`` is not ``expected``. ``own_output``: the
+    learner's launcher allocated the output, under :func:`_filled_allocations`, so an
+    element never written holds NaN (and the course's kernel it launches reads no guard)."""
     actual = actual.cpu()
     wrong = _wrong(actual, expected)
     if not wrong.any():
         return
     first = tuple(int(i) for i in wrong.nonzero()[0])
     got, want = actual[first].item(), expected[first].item()
-    if actual.is_floating_point():
+    if own_output and actual.is_floating_point():
+        unwritten_at = torch.isnan(actual) & ~torch.isnan(expected)
+    elif actual.is_floating_point():
         sentinel = float(torch.tensor(SENTINEL, dtype=actual.dtype))
         unwritten_at = (actual.double() == sentinel) & (expected != sentinel)
     else:
@@ -334,8 +355,10 @@ def _compare(actual: torch.Tensor, expected: torch.Tensor, case: Case) -> None:
             "computation wrapped around in 32-bit integers. Widen a factor to int64 "
             "before multiplying."
         ))  # fmt: skip
-    elif actual.is_floating_point() and bool(
-        (torch.isnan(actual) & ~torch.isnan(expected.to(actual.device))).any()
+    elif (
+        actual.is_floating_point()
+        and not own_output
+        and bool((torch.isnan(actual) & ~torch.isnan(expected)).any())
     ):
         kind = "read_outside"
         lines.append(_(
@@ -402,7 +425,8 @@ def _check_launcher(task: LauncherTask, launcher: object, files: set[str]) -> No
     for case in task.cases:
         with _failing_case(case):
             try:
-                out = task.call(launcher, _inputs(case), case.params)
+                with _filled_allocations():
+                    out = task.call(launcher, _inputs(case), case.params)
             except Exception as error:
                 raise _Failure("error", _short_error(error, files)) from None
             expected = task.reference(case)
@@ -421,7 +445,24 @@ def _check_launcher(task: LauncherTask, launcher: object, files: set[str]) -> No
                     "The launcher returned a tensor of shape {got}; the result must have "
                     "shape {want}."
                 ).format(got=tuple(out.shape), want=tuple(expected.shape))])  # fmt: skip
-            _compare(out, expected, case)
+            _compare(out, expected, case, own_output=True)
+
+
+@contextmanager
+def _filled_allocations() -> Iterator[None]:
+    """Make ``torch.empty`` fill what it allocates (NaN for floats), as PyTorch does in
+    its deterministic mode, so that an output element a launcher never wrote is NaN, not
+    whatever the memory held before (which made the diagnosis change from run to run)."""
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _dtype(dtype: torch.dtype) -> str:

@@ -259,7 +259,7 @@ def add(x, y):
     ),
     entry="add",
     task=LauncherTask(_launcher_cases(), _call_add, _sum_reference),
-    starter_diagnosis="wrong_values",
+    starter_diagnosis="not_written",
     names={"add_kernel": add_kernel},
 )
 

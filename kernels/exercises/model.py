@@ -218,12 +218,12 @@ class Exercise:
         return value
 
 
-_compiled: dict[tuple[str, str], Any] = {}
+_compiled: dict[tuple[str, str, str], Any] = {}
 
 
 def _run_source(source: str, filename: str, entry: str, names: dict[str, Any], where: str) -> Any:
     """Run ``source`` under ``filename`` with ``names`` and return what it calls ``entry``."""
-    key = (filename, source)
+    key = (filename, source, entry)
     if key in _compiled:
         return _compiled[key]
     lines = source.splitlines(keepends=True)
