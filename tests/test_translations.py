@@ -123,7 +123,8 @@ def marked_phrases() -> set[str]:
     scripts, the site's Sphinx extensions and the pages' code."""
     found = set()
     scripts = [*(ROOT / "kernels").glob("*.py"), *(ROOT / "kernels" / "exercises").glob("*.py"),
-               *(ROOT / "gallery").glob("*.py"), *(ROOT / "docs" / "_ext").glob("*.py")]  # fmt: skip
+               *(ROOT / "gallery").glob("*.py"),
+               *(ROOT / "docs" / "_ext").glob("*.py")]  # fmt: skip
     sources = {path: path.read_text(encoding="utf-8") for path in scripts}
     for page in (ROOT / "docs").rglob("*.md"):
         sources[page] = lesson_code(page.read_text(encoding="utf-8"))

@@ -30,6 +30,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
 from kernels.exercises import LESSONS, Exercise, ExerciseDefinitionError, lesson_exercises
+from kernels.exercises.model import translated
 from kernels.messages import _
 from quiz.directive import inline_nodes
 
@@ -82,11 +83,13 @@ class _Skeleton:
 
 def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
     """One exercise as a reStructuredText skeleton (its texts translated, as tokens)."""
-    heading = _("Exercise {number}: {title}").format(number=number, title=_(exercise.title))
+    heading = _("Exercise {number}: {title}").format(
+        number=number, title=translated(exercise.title)
+    )
     body = [
         f".. rubric:: {skeleton.text(heading)}",
         f".. container:: exercise-kind\n\n   {skeleton.text(_kind_label(exercise.kind))}",
-        *(skeleton.text(p) for p in _paragraphs(_(exercise.statement))),
+        *(skeleton.text(p) for p in _paragraphs(translated(exercise.statement))),
         skeleton.code(exercise.starter),
     ]
     for index, hint in enumerate(exercise.hints, 1):
@@ -94,10 +97,10 @@ def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
         body.append(
             f".. dropdown:: {skeleton.text(label)}\n"
             f"   :class-container: exercise-hint\n\n"
-            f"   {skeleton.text(_(hint))}\n"
+            f"   {skeleton.text(translated(hint))}\n"
         )
     explanation = "\n\n".join(
-        f"   {skeleton.text(p)}" for p in _paragraphs(_(exercise.explanation))
+        f"   {skeleton.text(p)}" for p in _paragraphs(translated(exercise.explanation))
     )
     body.append(
         f".. dropdown:: {skeleton.text(_('Solution'))}\n"

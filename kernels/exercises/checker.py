@@ -38,6 +38,7 @@ from .model import (
     Launch,
     LauncherTask,
     Layout,
+    translated,
 )
 
 # The fewest elements of guard before and after every tensor: more than the largest tile
@@ -515,10 +516,12 @@ def run_check(exercise: Exercise, submission: object, *, quiet: bool = False) ->
         case = failure.case
         lines = [_("Not yet.")]
         if case is not None:
-            lines[0] += " " + _("In the case \u201c{case}\u201d:").format(case=_(case.name))
+            lines[0] += " " + _("In the case \u201c{case}\u201d:").format(
+                case=translated(case.name)
+            )
         lines += failure.lines
         if case is not None and case.note and failure.kind not in ("error", "wrong_type"):
-            lines.append(_(case.note))
+            lines.append(translated(case.note))
         result = CheckResult(exercise.id, False, failure.kind, "\n".join(lines),
                              failure.pattern, case.name if case else None)  # fmt: skip
     except _Passed as passed:
