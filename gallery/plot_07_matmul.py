@@ -377,9 +377,13 @@ table = results_table(
     against="cuBLAS",
 )
 if square.fresh:
-    print("Configurations autotune chose in this run (descriptor kernel):")
-    for key, config in matmul.tuned_matmul_tma_kernel.cache.items():
-        print(f"  M rounded up, N, K = {key[:3]}, A and B transposed = {key[3:5]}: {config}")
+    # Both tuners of the run: one program per tile below PERSISTENT_MIN_OUTPUT, the
+    # persistent kernel from there up.
+    for kernel, tuner in (("descriptor", matmul.tuned_matmul_tma_kernel),
+                          ("persistent", matmul.tuned_matmul_tma_persistent_kernel)):  # fmt: skip
+        print(f"Configurations autotune chose in this run ({kernel} kernel):")
+        for key, config in tuner.cache.items():
+            print(f"  M rounded up, N, K = {key[:3]}, A and B transposed = {key[3:5]}: {config}")
 table
 
 # %%
