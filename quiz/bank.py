@@ -20,8 +20,10 @@ MAX_BANK_BYTES.
 """
 
 import hashlib
+import os
 import random
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,16 +177,30 @@ def _question(raw: Any, number: int, source: str) -> Question:
     return Question(question_id, prompt, options)
 
 
+def _bank_bytes(path: Path) -> bytes:
+    # A bank is a regular file of at most MAX_BANK_BYTES. Opened without blocking and
+    # read no further than that: a FIFO named like a bank would hang the build, a link
+    # to /dev/zero would fill the memory (its size reads as 0 before it is read).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"not a regular file ({stat.filemode(mode)})")
+        content = file.read(MAX_BANK_BYTES + 1)
+    if len(content) > MAX_BANK_BYTES:
+        raise QuizBankError(f"{path}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
+    return content
+
+
 def load_bank(path: Path | str) -> Bank:
     """Read and validate the bank at ``path``; raise :class:`QuizBankError` if it is malformed."""
     path = Path(path)
     source = str(path)
     try:
-        if path.stat().st_size > MAX_BANK_BYTES:
-            raise QuizBankError(f"{source}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
-        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_PlainLoader)
+        raw = yaml.load(_bank_bytes(path).decode("utf-8"), Loader=_PlainLoader)
     except OSError as error:
-        raise QuizBankError(f"{source}: cannot read the bank ({error.strerror})") from None
+        reason = error.strerror or str(error)
+        raise QuizBankError(f"{source}: cannot read the bank ({reason})") from None
     except UnicodeDecodeError as error:
         raise QuizBankError(
             f"{source}: not UTF-8 text ({error.reason} at byte {error.start})"
