@@ -135,6 +135,8 @@ def broken(path: str, value: object) -> dict:
         (broken("code.files", {}), "'code.files' must be an object of path -> hash"),
         (broken("environment.gpu", KeyError), "'environment.gpu' must be a non-empty string"),
         (broken("environment.date", "yesterday"), "not an ISO 8601 date"),
+        (broken("environment.date", "2099-01-01T00:00:00Z"), "'environment.date' is in the future"),
+        (broken("environment.date", "2099-01-01T00:00:00"), "'environment.date' is in the future"),
         (broken("unavailable", {"PyTorch": 3}), "'unavailable' must be an object"),
         ([], "the top level must be a JSON object"),
     ],
