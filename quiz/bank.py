@@ -24,6 +24,7 @@ import os
 import random
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,15 +122,23 @@ def _text(value: Any, where: str, key: str) -> str:
         )
     if not isinstance(value, str) or not value.strip():
         raise QuizBankError(f"{where}: {key!r} must be non-empty text")
+    # A double-quoted YAML string can spell control characters ("\e", "\x08"), which
+    # would reach the page's HTML as they are: only line breaks and tabs are text.
+    control = [char for char in value if unicodedata.category(char) == "Cc" and char not in "\n\t"]
+    if control:
+        raise QuizBankError(
+            f"{where}: {key!r} holds the control character U+{ord(control[0]):04X}; "
+            "remove it (a bank's text is printable)"
+        )
     return value.strip()
 
 
 def _unknown_keys(mapping: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(mapping) - allowed)
+    # Keys may be numbers beside strings (YAML reads 1: as a number): sorted as written.
+    unknown = sorted(map(repr, set(mapping) - allowed))
     if unknown:
         raise QuizBankError(
-            f"{where}: unknown key {', '.join(map(repr, unknown))} "
-            f"(allowed: {', '.join(sorted(allowed))})"
+            f"{where}: unknown key {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
         )
 
 

@@ -199,6 +199,20 @@ MALFORMED = {
     "no questions": ("questions: []\n", r"'questions' must be a non-empty list"),
     "not YAML": ("questions: [\n", r"not valid YAML"),
     "not a mapping": ("- just\n- a list\n", r"the bank must be a mapping"),
+    # Before: the escape character reached the page's HTML as it was.
+    "a control character": (
+        'questions:\n  - id: q1\n    question: "Which\\e[31m?"\n    options:\n'
+        "      - text: A\n        correct: true\n        why: So.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\): 'question' holds the control character U\+001B",
+    ),
+    # Before: a TypeError from sorting a number beside a string.
+    "a number and a string as unknown keys": (
+        "questions:\n  - id: q1\n    1: one\n    extra: two\n    question: Which?\n"
+        "    options:\n      - text: A\n        correct: true\n        why: So.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"unknown key 'extra', 1 ",
+    ),
 }
 
 
