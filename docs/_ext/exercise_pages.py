@@ -29,7 +29,7 @@ from sphinx.errors import SphinxError
 from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
-from kernels.exercises import LESSONS, Exercise, ExerciseDefinitionError, lesson_exercises
+from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
 from kernels.exercises.model import translated
 from kernels.messages import _
 from quiz.directive import inline_nodes
@@ -164,9 +164,9 @@ class ExercisesDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         lesson = self.arguments[0]
         where = f"{self.env.docname}: exercises {lesson!r}"
-        if lesson not in LESSONS:
+        if lesson not in PAGES:
             raise ExercisesBuildError(
-                f"{where}: no such lesson; lessons with exercises: {', '.join(LESSONS)}"
+                f"{where}: no such lesson; lessons with exercises: {', '.join(PAGES)}"
             )
         package = Path(messages.__file__).parent
         self.env.note_dependency(str(package / "exercises" / f"{lesson}.py"))
