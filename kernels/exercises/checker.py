@@ -298,7 +298,8 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
         return None
     cols = wrong.any(dim=0).nonzero().flatten().tolist()
     n_cols = wrong.shape[1]
-    if len(rows) == n_rows and cols == list(range(cols[0], n_cols)):
+    # From column 0, it is not the ends of the rows but the whole of them.
+    if len(rows) == n_rows and cols[0] > 0 and cols == list(range(cols[0], n_cols)):
         return "row_ends", _(
             "In every row, columns {start} to {end} are wrong: the tile does not reach the "
             "end of the row."
