@@ -56,7 +56,6 @@ def _launch(kernel: object, launch: Launch) -> None:
     kernel[(triton.cdiv(n, block),)](x, out, n, params["p"], params["seed"], BLOCK_SIZE=block)
 
 
-
 KEEP_MASK = Exercise(
     id="dropout-keep-mask",
     lesson="dropout",

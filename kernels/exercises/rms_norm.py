@@ -31,8 +31,12 @@ def _cases() -> tuple[Case, ...]:
             16,
             note=N_("A row of zeros has a mean square of 0: `eps` keeps its root from being 0."),
         ),
-        case(N_("float16, 4 rows of 100 values, tiles of 128"), _rows(4, 100), 128,
-             dtype=torch.float16),  # fmt: skip
+        case(
+            N_("float16, 4 rows of 100 values, tiles of 128"),
+            _rows(4, 100),
+            128,
+            dtype=torch.float16,
+        ),  # fmt: skip
     )
 
 
@@ -128,8 +132,7 @@ PREDICT_ROW = Exercise(
     starter="answer = (..., ...)  # the two outputs, rounded to 4 decimals\n",
     hints=(
         N_(
-            "RMSNorm does not subtract the mean: the mean of the squares of (1, 7) is "
-            "(1 + 49) / 2."
+            "RMSNorm does not subtract the mean: the mean of the squares of (1, 7) is (1 + 49) / 2."
         ),
         N_(
             "The root mean square is 5; `eps` changes it far below four decimals. Divide "

@@ -139,7 +139,7 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
             "A padding lane should neither win the maximum nor add anything to the sum: "
             "`exp` of what is 0?"
         ),
-        N_("Load the padding lanes as `-inf`: `other=-float(\"inf\")`."),
+        N_('Load the padding lanes as `-inf`: `other=-float("inf")`.'),
     ),
     solution="""\
 @triton.jit
