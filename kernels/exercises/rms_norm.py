@@ -36,7 +36,7 @@ def _cases() -> tuple[Case, ...]:
             _rows(4, 100),
             128,
             dtype=torch.float16,
-        ),  # fmt: skip
+        ),
     )
 
 
