@@ -306,12 +306,14 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
         ).format(start=cols[0], end=n_cols - 1)
     if len(tile) == 2:
         block_rows, block_cols = tile
-        if n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
+        # Only where there is a whole tile before it: a matrix smaller than one tile
+        # is all last tile, and saying so would point at the mask for nothing.
+        if n_rows > block_rows and n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
             return "last_partial_tile", _(
                 "Only the last, partial tile of rows is wrong (rows {start} to {end}): "
                 "look at the mask of the rows."
             ).format(start=n_rows - n_rows % block_rows, end=n_rows - 1)
-        if n_cols % block_cols and cols[0] >= n_cols - n_cols % block_cols:
+        if n_cols > block_cols and n_cols % block_cols and cols[0] >= n_cols - n_cols % block_cols:
             return "last_partial_tile", _(
                 "Only the last, partial tile of columns is wrong (columns {start} to "
                 "{end}): look at the mask of the columns."

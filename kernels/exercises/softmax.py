@@ -100,8 +100,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
     explanation=N_(
         "After the shift every exponent is at most 0, so no `exp` overflows, and the "
         "largest is exactly 0, so the sum is at least 1 and never 0. A shift by the "
-        "largest absolute value also avoids the overflow, but on a row of large negative "
-        "values it makes every exponent underflow to 0, and the output 0 / 0."
+        "largest absolute value would avoid the overflow too, but the padding lanes make "
+        "it infinity, and even without them a row of large negative values would "
+        "underflow to 0 everywhere, and the output would be 0 / 0."
     ),
     entry="softmax_kernel",
     task=TASK,
