@@ -113,8 +113,10 @@ def lesson_rst(exercises: tuple[Exercise, ...]) -> tuple[str, list[tuple[str, st
         _(
             "Each exercise runs in Triton's interpreter, on the CPU, so no GPU is needed. "
             "Copy the starter code into a notebook or a script of your own, work on it, "
-            "then check it: `from kernels.exercises import check`. The checker runs your "
-            "code on small inputs, including the edge cases of this lesson, and says what "
+            "then check it: `from kernels.exercises import check` in a clone of the course, "
+            "`from ninja_gap.kernels.exercises import check` with the course installed. "
+            "The checker runs your code on small inputs, including the edge cases of this "
+            "page, and says what "
             "is wrong: the first wrong element, the pattern of the wrong ones, a write "
             "outside the output, or the line of your code where an error happened."
         )
