@@ -11,6 +11,7 @@ page shows it as written.
 """
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from docutils import nodes
@@ -31,7 +32,8 @@ _TOKEN = "quizbanktext{:06d}x"
 _TOKEN_PATTERN = re.compile(r"quizbanktext(\d{6})x")
 
 
-def _indent(text: str, spaces: int) -> str:
+def indent(text: str, spaces: int) -> str:
+    """``text`` with each non-empty line indented by ``spaces``: the body of a directive."""
     return "\n".join((" " * spaces + line) if line else line for line in text.splitlines())
 
 
@@ -76,9 +78,9 @@ def bank_to_rst(bank: Bank, name: str) -> tuple[str, list[str]]:
             )
         blocks.append(
             f".. container:: quiz-question\n   :name: {anchor(name, question.id)}\n\n"
-            + _indent("\n\n".join(body), 3)
+            + indent("\n\n".join(body), 3)
         )
-    return ".. container:: quiz\n\n" + _indent("\n\n".join(blocks), 3) + "\n", texts
+    return ".. container:: quiz\n\n" + indent("\n\n".join(blocks), 3) + "\n", texts
 
 
 def anchor(name: str, question_id: str) -> str:
@@ -99,6 +101,26 @@ def fill_in(tree: nodes.Node, texts: list[str]) -> None:
             elif piece:
                 replacement.append(nodes.Text(piece))
         text_node.parent.replace(text_node, replacement)
+
+
+def parse_skeleton(
+    directive: SphinxDirective, rst: str, fill: Callable[[nodes.Node], None]
+) -> list[nodes.Node]:
+    """The nodes of ``rst``, a skeleton whose tokens ``fill`` replaces with the texts they
+    stand for. Parsed as reStructuredText whatever the page is written in (MyST or RST),
+    in a scratch document that shares the page's settings and reporter, so that every
+    message goes through Sphinx's logging (and -W). The texts are shown as written (no
+    typographic quotes) and stay out of the page's catalog: they are translated where
+    they come from (a bank's translation, kernels/locales/)."""
+    scratch = new_document(directive.get_source_info()[0], directive.state.document.settings)
+    scratch.reporter = directive.state.document.reporter
+    Parser().parse(rst, scratch)
+    fill(scratch)
+    for node in scratch.children:
+        node["support_smartquotes"] = False
+    for node in scratch.findall(nodes.TextElement):
+        node["translatable"] = False
+    return list(scratch.children)
 
 
 def bank_path(srcdir: Path, bank_dir: str, name: str) -> Path:
@@ -145,18 +167,6 @@ class QuizDirective(SphinxDirective):
                 )
             anchors.add(anchor(name, question.id))
         rst, texts = bank_to_rst(bank, name)
-        # Parse as reStructuredText whatever the page is written in (MyST or RST), in a
-        # scratch document that shares this build's settings and its reporter, so that
-        # every message goes through Sphinx's logging (and -W).
-        scratch = new_document(self.get_source_info()[0], self.state.document.settings)
-        scratch.reporter = self.state.document.reporter
-        Parser().parse(rst, scratch)
-        fill_in(scratch, texts)
-        for node in scratch.children:
-            # Bank text is shown as written: no typographic quotes in questions or options.
-            node["support_smartquotes"] = False
-        for node in scratch.findall(nodes.TextElement):
-            # A bank is translated as a whole (quiz/<language>/), not through the page's
-            # catalog: its texts stay out of the page's messages.
-            node["translatable"] = False
-        return list(scratch.children)
+        # A bank is translated as a whole (quiz/<language>/), not through the page's
+        # catalog: its texts stay out of the page's messages.
+        return parse_skeleton(self, rst, lambda tree: fill_in(tree, texts))

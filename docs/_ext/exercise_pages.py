@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from docutils.parsers.rst import Parser
-from docutils.utils import new_document
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util.docutils import SphinxDirective
@@ -31,7 +29,7 @@ from kernels import messages
 from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
 from kernels.exercises.model import translated
 from kernels.messages import _
-from quiz.directive import inline_nodes
+from quiz.directive import indent, inline_nodes, parse_skeleton
 
 # The n-th piece of package text in the skeleton: letters and digits, no markup can form.
 _TOKEN = "exercisetext{:06d}x"
@@ -47,10 +45,6 @@ def _kind_label(kind: str) -> str:
         "predict": _("Predict, then run"),
     }
     return labels[kind]
-
-
-def _indent(text: str, spaces: int) -> str:
-    return "\n".join((" " * spaces + line) if line else line for line in text.splitlines())
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -102,7 +96,7 @@ def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
     )
     return (
         f".. container:: exercise\n   :name: {nodes.make_id('exercise-' + exercise.id)}\n\n"
-        + _indent("\n\n".join(body), 3)
+        + indent("\n\n".join(body), 3)
     )
 
 
@@ -113,15 +107,17 @@ def lesson_rst(exercises: tuple[Exercise, ...]) -> tuple[str, list[tuple[str, st
         _(
             "Each exercise runs in Triton's interpreter, on the CPU, so no GPU is needed. "
             "Copy the starter code into a notebook or a script of your own, work on it, "
-            "then check it: `from kernels.exercises import check`. The checker runs your "
-            "code on small inputs, including the edge cases of this lesson, and says what "
+            "then check it: `from kernels.exercises import check` in a clone of the course, "
+            "`from ninja_gap.kernels.exercises import check` with the course installed. "
+            "The checker runs your code on small inputs, including the edge cases of this "
+            "page, and says what "
             "is wrong: the first wrong element, the pattern of the wrong ones, a write "
             "outside the output, or the line of your code where an error happened."
         )
     )
     blocks = [exercise_rst(item, n, skeleton) for n, item in enumerate(exercises, 1)]
     return (
-        ".. container:: exercises\n\n" + _indent("\n\n".join([intro, *blocks]), 3) + "\n",
+        ".. container:: exercises\n\n" + indent("\n\n".join([intro, *blocks]), 3) + "\n",
         skeleton.pieces,
     )
 
@@ -169,18 +165,8 @@ class ExercisesDirective(SphinxDirective):
         except ExerciseDefinitionError as error:
             raise self.error(f"{error} (used by {self.env.docname})") from None
         rst, pieces = lesson_rst(exercises)
-        # Parsed as reStructuredText whatever the page is written in, in a scratch
-        # document sharing this build's settings and reporter (so -W sees its messages).
-        scratch = new_document(self.get_source_info()[0], self.state.document.settings)
-        scratch.reporter = self.state.document.reporter
-        Parser().parse(rst, scratch)
-        fill_in(scratch, pieces)
-        for node in scratch.children:
-            node["support_smartquotes"] = False  # code in the texts is shown as written
-        for node in scratch.findall(nodes.TextElement):
-            # Translated from kernels/locales/, not from the page's catalog.
-            node["translatable"] = False
-        return list(scratch.children)
+        # Translated from kernels/locales/, not from the page's catalog.
+        return parse_skeleton(self, rst, lambda tree: fill_in(tree, pieces))
 
 
 def set_language(app: Sphinx, config: Config) -> None:
