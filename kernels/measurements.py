@@ -40,7 +40,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,9 @@ _REQUIRED_KEYS = (
 _OPTIONAL_KEYS = ("unavailable", "same_size_copy", "peak_memory_mb")
 # A record is a few hundred lines of JSON; anything far larger is not one.
 MAX_FILE_BYTES = 1_000_000
+# How far ahead of this machine's clock a record's date may be (clocks disagree a little);
+# a record from further ahead was not measured yet.
+FUTURE_SLACK = timedelta(days=1)
 
 Rates = tuple[float | None, ...]
 
@@ -292,9 +295,14 @@ def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
         if not isinstance(environment.get(key), str) or not environment[key]:
             raise fail(f"'environment.{key}' must be a non-empty string")
     try:
-        datetime.fromisoformat(environment["date"])
+        date = datetime.fromisoformat(environment["date"])
     except ValueError:
         raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+    # A date without a zone is read as UTC, as the harness writes them (Z).
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=UTC)
+    if date > datetime.now(UTC) + FUTURE_SLACK:
+        raise fail(f"'environment.date' is in the future: {environment['date']!r}")
     return {key: environment[key] for key in ENVIRONMENT_KEYS}
 
 

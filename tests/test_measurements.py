@@ -135,6 +135,8 @@ def broken(path: str, value: object) -> dict:
         (broken("code.files", {}), "'code.files' must be an object of path -> hash"),
         (broken("environment.gpu", KeyError), "'environment.gpu' must be a non-empty string"),
         (broken("environment.date", "yesterday"), "not an ISO 8601 date"),
+        (broken("environment.date", "2099-01-01T00:00:00Z"), "'environment.date' is in the future"),
+        (broken("environment.date", "2099-01-01T00:00:00"), "'environment.date' is in the future"),
         (broken("unavailable", {"PyTorch": 3}), "'unavailable' must be an object"),
         ([], "the top level must be a JSON object"),
     ],
@@ -277,3 +279,66 @@ def test_a_record_that_is_a_link_is_replaced_not_written_through(
     path = measurements.save(sample())
     assert users_file.read_text() == "mine"
     assert not path.is_symlink() and measurements.read(path) == sample()
+
+
+def _edited(doc: dict) -> Callable[[Callable[[dict], None]], dict]:
+    def edit(change: Callable[[dict], None]) -> dict:
+        copy = json.loads(json.dumps(doc))
+        change(copy)
+        return copy
+
+    return edit
+
+
+def _set(path: str, value: object) -> Callable[[dict], None]:
+    # A change of one value, by a dotted path ("series.Triton.0").
+    def change(doc: dict) -> None:
+        *parents, last = path.split(".")
+        for part in parents:
+            doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+        if isinstance(doc, list):
+            doc[int(last)] = value
+        else:
+            doc[last] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set("x.0", 1000), r"'x' is \(1000, "),
+        (_set("work.1", 1.0), r"'work' at N=\d+ is 1; the spec counts"),
+        (_set("dtype", "float16"), r"'dtype' is 'float16'; the benchmark's spec says 'float32'"),
+        (_set("x_name", "rows"), r"'x_name' is 'rows'"),
+        (_set("pass", "backward"), r"'pass' is 'backward'; the spec times the forward pass"),
+        (_set("series.Triton.2", None), r"Triton has no rate at N=\["),
+        (_set("check.worst_relative_error", 0.5), r"'check.worst_relative_error' is 0.5"),
+        (_set("series.PyTorch.0", 1e6), r"series\['PyTorch'\] at N=\d+ is 1e\+06 GB/s, more"),
+        (_set("call_series.Triton.1", 1e6), r"call_series\['Triton'\] at N=\d+ is 1e\+06"),
+        (lambda doc: doc["series"].pop("torch.compile"), r"the series are \["),
+    ],
+    ids=["sizes", "work", "dtype", "x-name", "pass", "triton-null", "failed-check",
+         "rate-100x-ceiling", "call-rate", "series-missing"],
+)  # fmt: skip
+def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: Callable[[dict], None], message: str
+) -> None:
+    # Each edit was accepted by the loaders, drawn on the page and passed by --stale.
+    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    edited = _edited(doc)(change)
+    if "Triton has no rate" in message:
+        edited["call_series"]["Triton"][2] = None
+        edited.setdefault("unavailable", {})["Triton"] = "edited by hand"
+    if "the series are" in message:
+        edited["call_series"].pop("torch.compile")
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    (tmp_path / "vector_add.json").write_text(json.dumps(edited), encoding="utf-8")
+    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+        load_current(BENCHMARKS["vector_add"])
+
+
+def test_the_committed_records_agree_with_their_specs_checks_and_ceilings() -> None:
+    # What the test above refuses, none of the records in the repository does.
+    for spec in BENCHMARKS.values():
+        load_current(spec)

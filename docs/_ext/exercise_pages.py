@@ -25,7 +25,6 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.errors import SphinxError
 from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
@@ -37,12 +36,6 @@ from quiz.directive import inline_nodes
 # The n-th piece of package text in the skeleton: letters and digits, no markup can form.
 _TOKEN = "exercisetext{:06d}x"
 _TOKEN_PATTERN = re.compile(r"exercisetext(\d{6})x")
-
-
-class ExercisesBuildError(SphinxError):
-    """A malformed exercise or directive: stops the build with a message naming it."""
-
-    category = "Malformed exercise"
 
 
 def _kind_label(kind: str) -> str:
@@ -165,7 +158,7 @@ class ExercisesDirective(SphinxDirective):
         lesson = self.arguments[0]
         where = f"{self.env.docname}: exercises {lesson!r}"
         if lesson not in LESSONS:
-            raise ExercisesBuildError(
+            raise self.error(
                 f"{where}: no such lesson; lessons with exercises: {', '.join(LESSONS)}"
             )
         package = Path(messages.__file__).parent
@@ -176,7 +169,7 @@ class ExercisesDirective(SphinxDirective):
         try:
             exercises = lesson_exercises(lesson)
         except ExerciseDefinitionError as error:
-            raise ExercisesBuildError(f"{error} (used by {self.env.docname})") from None
+            raise self.error(f"{error} (used by {self.env.docname})") from None
         rst, pieces = lesson_rst(exercises)
         # Parsed as reStructuredText whatever the page is written in, in a scratch
         # document sharing this build's settings and reporter (so -W sees its messages).
