@@ -1,7 +1,7 @@
-"""The exercises of lessons 1-4 (kernels.exercises): every starter fails with the diagnosis
-it was written for, every solution passes, a plausible wrong answer to each exercise is
-caught with the right diagnosis, the directive renders them, and bad definitions fail
-with an error that names them."""
+"""The exercises of lessons 1-4 and of the gallery's pages (kernels.exercises): every
+starter fails with the diagnosis it was written for, every solution passes, a plausible
+wrong answer to each exercise is caught with the right diagnosis, the directive renders
+them, and bad definitions fail with an error that names them."""
 
 import dataclasses
 import os
@@ -20,7 +20,9 @@ from conftest import ROOT
 
 from kernels import messages
 from kernels.exercises import (
+    GALLERY,
     LESSONS,
+    PAGES,
     Exercise,
     ExerciseDefinitionError,
     check,
@@ -29,19 +31,26 @@ from kernels.exercises import (
 )
 from kernels.exercises.constexpr import scale_rows_kernel
 from kernels.exercises.intro import ADD_MASK
-from kernels.exercises.model import KINDS
+from kernels.exercises.model import KINDS, PRELUDE, _run_source
 from kernels.vector_add import add_kernel
 
-ALL = [item for lesson in LESSONS for item in lesson_exercises(lesson)]
+ALL = [item for lesson in PAGES for item in lesson_exercises(lesson)]
 IDS = [item.id for item in ALL]
 # What a beginner's check may take in the interpreter, with room for a loaded machine.
 SECONDS_PER_CHECK = 5.0
 
 
 def test_at_least_two_exercises_per_lesson_of_several_kinds() -> None:
-    for lesson in LESSONS:
+    for lesson in PAGES:
         assert len(lesson_exercises(lesson)) >= 2, lesson
     assert {item.kind for item in ALL} == set(KINDS)
+    gallery = [item for lesson in GALLERY for item in lesson_exercises(lesson)]
+    assert {item.kind for item in gallery} == set(KINDS)
+
+
+def test_every_gallery_page_has_a_module_of_exercises() -> None:
+    scripts = sorted((ROOT / "gallery").glob("plot_*.py"))
+    assert [script.stem.split("_", 2)[2] for script in scripts] == list(GALLERY)
 
 
 @pytest.mark.parametrize("item", ALL, ids=IDS)
@@ -192,6 +201,18 @@ def row_start_widened_late(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constex
     tl.store(out_ptr + idx, (rows * row_stride).to(tl.int64))
 
 
+def variant(exercise_id: str, old: str, new: str) -> Any:
+    """The solution of ``exercise_id`` with ``old`` replaced by ``new``: a wrong answer
+    that differs from the right one by the mistake it makes, and nothing else."""
+    item = exercise(exercise_id)
+    assert old in item.solution, (exercise_id, old)
+    source = item.solution.replace(old, new)
+    name = f"<wrong answer to {exercise_id}: {new}>"
+    return _run_source(source, name, item.entry, {**PRELUDE, **item.names}, name)
+
+
+RMS_NORM_WITHOUT_EPS = variant("rms-norm-inverse-root", "/ n_cols + eps", "/ n_cols")
+
 # (exercise, wrong answer, diagnosis kind, pattern, words the diagnosis must hold)
 WRONG_ANSWERS: list[tuple[str, Any, str, str | None, str]] = [
     ("intro-add-mask", add_mask_short, "not_written", "boundary", "index 511"),
@@ -214,6 +235,54 @@ WRONG_ANSWERS: list[tuple[str, Any, str, str | None, str]] = [
     ("debugging-off-by-one", double_one_short, "not_written", "boundary", "expected 7, got -7777"),
     ("debugging-min-other", row_min_other_zero, "wrong_values", "all", "positive"),
     ("debugging-int32-overflow", row_start_widened_late, "overflow", None, "2**32"),
+    # The gallery's pages.
+    ("vector-add-axpy", variant("vector-add-axpy", "mask = offsets < n_elements",
+                                "mask = offsets >= 0"),
+     "wrote_outside", None, "past its last element"),
+    ("vector-add-predict-bytes", 2 * 2**20 * 2, "wrong_answer", None, "gives 6291456"),
+    ("dropout-keep-mask", variant("dropout-keep-mask", "random >= p", "random < p"),
+     "wrong_values", "all", "p = 0.5, seed 123"),
+    ("dropout-counters", variant("dropout-counters", "tl.rand(seed, offsets)",
+                                 "tl.rand(seed + tl.program_id(axis=0), lanes)"),
+     "wrong_values", None, "index 260"),
+    ("softmax-row-max", variant("softmax-row-max", "tl.max(x, axis=0)",
+                                "tl.max(tl.abs(x), axis=0)"),
+     "not_finite", "all", "6 rows of 50 small values"),
+    ("softmax-padding", variant("softmax-padding",
+                                'other=-float("inf"))\n'
+                                "    numerator = tl.exp(x - tl.max(x, axis=0))",
+                                "other=0.0)\n    numerator = tl.where(mask, "
+                                "tl.exp(x - tl.max(x, axis=0)), 0.0)"),
+     "not_finite", "all", "the kernel computed it"),
+    ("rms-norm-inverse-root", RMS_NORM_WITHOUT_EPS, "not_finite", None, "a row of zeros"),
+    ("rms-norm-inverse-root", variant("rms-norm-inverse-root", "/ n_cols + eps",
+                                      "/ BLOCK_SIZE + eps"),
+     "wrong_values", None, "6 rows of 50 values"),
+    ("rms-norm-predict-row", (0.2, 1.4), "wrong_answer", None, "gives (0.4, 1.4)"),
+    ("layer-norm-padding-variance", variant("layer-norm-padding-variance",
+                                            "axis=0) / n_cols + eps",
+                                            "axis=0) / (n_cols - 1) + eps"),
+     "wrong_values", None, "6 rows of 64 values"),
+    ("layer-norm-predict-rows", (0.0, 2.5), "wrong_answer", None, "gives (0.5, 2.5)"),
+    ("cross-entropy-log-sum-exp", variant(
+        "cross-entropy-log-sum-exp",
+        "row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))",
+        "tl.log(tl.sum(tl.exp(x), axis=0))"),
+     "wrong_values", "all", "got inf"),
+    ("cross-entropy-ignore-index", variant(
+        "cross-entropy-ignore-index", "tl.where(valid, log_sum_exp - target_logit, 0.0)",
+        "log_sum_exp - target_logit"),
+     "wrong_values", None, "expected 0"),
+    ("matmul-k-mask", variant("matmul-k-mask", "ks[:, None] < k_left", "ks[:, None] < K"),
+     "read_outside", "all", "the last step along K is partial"),
+    ("matmul-predict-order", (1, 8), "wrong_answer", None, "gives (2, 8)"),
+    ("flash-attention-correction", variant("flash-attention-correction",
+                                           "tl.exp(row_max - new_max)",
+                                           "tl.exp(new_max - row_max)"),
+     "not_finite", "all", "overflowed"),
+    ("flash-attention-key-mask", variant("flash-attention-key-mask",
+                                         'scores, -float("inf"))', "scores, 0.0)"),
+     "wrong_values", None, "40 tokens"),
 ]  # fmt: skip
 
 
@@ -402,3 +471,19 @@ def test_lessons_1_to_4_show_their_exercises_before_the_quiz() -> None:
     for page, lesson in zip(pages, LESSONS, strict=True):
         text = page.read_text(encoding="utf-8")
         assert f"## Exercises\n\n```{{exercises}} {lesson}\n```\n\n## Quiz\n" in text, page.name
+
+
+def test_the_gallery_pages_show_their_exercises_before_the_quiz() -> None:
+    scripts = sorted((ROOT / "gallery").glob("plot_*.py"))
+    for script, page in zip(scripts, GALLERY, strict=True):
+        text = script.read_text(encoding="utf-8")
+        section = f"# Exercises\n# ---------\n#\n# .. exercises:: {page}\n#\n# Quiz\n# ----\n"
+        assert section in text, script.name
+
+
+def test_a_nan_read_from_a_guard_is_told_apart_from_one_computed() -> None:
+    # Both put NaN in the output; with 0 in the guards, only the computed one stays.
+    read = check("intro-add-stride", add_ignoring_strides, quiet=True)
+    computed = check("rms-norm-inverse-root", RMS_NORM_WITHOUT_EPS, quiet=True)
+    assert (read.kind, computed.kind) == ("read_outside", "not_finite")
+    assert "the kernel computed it" in computed.message

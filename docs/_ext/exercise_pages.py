@@ -28,7 +28,7 @@ from sphinx.config import Config
 from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
-from kernels.exercises import LESSONS, Exercise, ExerciseDefinitionError, lesson_exercises
+from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
 from kernels.exercises.model import translated
 from kernels.messages import _
 from quiz.directive import inline_nodes
@@ -157,10 +157,8 @@ class ExercisesDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         lesson = self.arguments[0]
         where = f"{self.env.docname}: exercises {lesson!r}"
-        if lesson not in LESSONS:
-            raise self.error(
-                f"{where}: no such lesson; lessons with exercises: {', '.join(LESSONS)}"
-            )
+        if lesson not in PAGES:
+            raise self.error(f"{where}: no such lesson; lessons with exercises: {', '.join(PAGES)}")
         package = Path(messages.__file__).parent
         self.env.note_dependency(str(package / "exercises" / f"{lesson}.py"))
         catalog = messages.LOCALES / f"{self.config.language}.po"

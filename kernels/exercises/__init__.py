@@ -1,9 +1,10 @@
 """Exercises for the lessons, checked in Triton's interpreter.
 
-Each lesson has a module here (``intro``, ``constexpr``, ``tiles``, ``debugging``, named
-as the lesson's quiz bank) that lists its :class:`~kernels.exercises.model.Exercise`
-values in ``EXERCISES``. A lesson's page shows them (statement, starter code, hints,
-solution) with the ``{exercises}`` directive; a learner checks an answer with::
+Each lesson, and each page of the gallery, has a module here named as its quiz bank
+(``intro`` ... ``debugging`` for the lessons, ``vector_add`` ... ``flash_attention`` for
+the gallery) that lists its :class:`~kernels.exercises.model.Exercise` values in
+``EXERCISES``. The page shows them (statement, starter code, hints, solution) with the
+``{exercises}`` directive; a learner checks an answer with::
 
     from kernels.exercises import check
 
@@ -18,11 +19,22 @@ import importlib
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError
 
-__all__ = ["LESSONS", "CheckResult", "Exercise", "ExerciseDefinitionError", "check", "exercise",
-           "lesson_exercises"]  # fmt: skip
+__all__ = ["GALLERY", "LESSONS", "PAGES", "CheckResult", "Exercise", "ExerciseDefinitionError",
+           "check", "exercise", "lesson_exercises"]  # fmt: skip
 
-# The lessons that have exercises, by the name of their quiz bank, in course order.
+# The lessons (docs/lessons/) that have exercises, by the name of their quiz bank, in
+# course order; then the gallery's pages (gallery/plot_NN_*.py), likewise.
 LESSONS = ("intro", "constexpr", "tiles", "debugging")
+GALLERY = ("vector_add", "dropout", "softmax", "rms_norm", "layer_norm", "cross_entropy",
+           "matmul", "flash_attention")  # fmt: skip
+# Every page with exercises: the one list that lookups and the directive go by.
+PAGES = LESSONS + GALLERY
+
+
+def id_prefix(lesson: str) -> str:
+    """What the id of every exercise of ``lesson`` starts with: its name with hyphens for
+    underscores (ids are lower-case words joined by hyphens), then a hyphen."""
+    return lesson.replace("_", "-") + "-"
 
 
 def lesson_exercises(lesson: str) -> tuple[Exercise, ...]:
@@ -32,9 +44,9 @@ def lesson_exercises(lesson: str) -> tuple[Exercise, ...]:
     a module whose exercises are malformed (one that does not run, a repeated id, an
     exercise filed under another lesson).
     """
-    if lesson not in LESSONS:
+    if lesson not in PAGES:
         raise ExerciseDefinitionError(
-            f"no exercises for lesson {lesson!r}; lessons with exercises: {', '.join(LESSONS)}"
+            f"no exercises for lesson {lesson!r}; lessons with exercises: {', '.join(PAGES)}"
         )
     module_name = f"{__name__}.{lesson}"
     where = f"{module_name.replace('.', '/')}.py"
@@ -66,13 +78,13 @@ def validate_lesson(lesson: str, exercises: object, where: str) -> tuple[Exercis
 
 
 def exercise(exercise_id: str) -> Exercise:
-    """The exercise called ``exercise_id`` (its lesson is the id's first word)."""
-    lesson = exercise_id.partition("-")[0]
-    if lesson in LESSONS:
-        for item in lesson_exercises(lesson):
-            if item.id == exercise_id:
-                return item
-    known = [item.id for name in LESSONS for item in lesson_exercises(name)]
+    """The exercise called ``exercise_id`` (its lesson is the one whose name begins it)."""
+    for lesson in PAGES:
+        if exercise_id.startswith(id_prefix(lesson)):
+            for item in lesson_exercises(lesson):
+                if item.id == exercise_id:
+                    return item
+    known = [item.id for name in PAGES for item in lesson_exercises(name)]
     raise ValueError(f"no exercise is called {exercise_id!r}; the exercises: {', '.join(known)}")
 
 

@@ -6,7 +6,8 @@ value (NaN around the inputs, :data:`SENTINEL` around the output). Afterwards
 
 - a guard of the output that changed is a write outside the output;
 - a NaN in the output where the float64 reference has none is, most likely, a read of a
-  guard: a read outside an input;
+  guard: a read outside an input; unless the NaN stays when the case runs again with 0
+  in the guards, and then the kernel computed it (an overflow, a 0 / 0);
 - an output element that still holds :data:`SENTINEL` was never written.
 
 The first failing case is diagnosed, one problem at a time: its first wrong element with
@@ -19,6 +20,7 @@ no traceback from inside Triton reaches the learner.
 import linecache
 import math
 import traceback
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,7 +61,7 @@ WRAP = 2**32
 class CheckResult:
     """The outcome of :func:`check`: ``passed``, the diagnosis ``kind`` (``"passed"``,
     ``"error"``, ``"wrote_outside"``, ``"read_outside"``, ``"not_written"``,
-    ``"wrong_values"``, ``"overflow"``, ``"wrong_type"``, ``"wrong_dtype"``,
+    ``"wrong_values"``, ``"not_finite"``, ``"overflow"``, ``"wrong_type"``, ``"wrong_dtype"``,
     ``"wrong_shape"``, ``"wrong_answer"``, ``"no_answer"``), the ``pattern`` of the wrong
     elements where one was found, the ``case`` that failed and the ``message`` printed."""
 
@@ -132,11 +134,12 @@ def _view_in(buffer: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> to
     return view.t() if layout.transposed else view
 
 
-def _inputs(case: Case) -> dict[str, torch.Tensor]:
+def _inputs(case: Case, guard: float = math.nan) -> dict[str, torch.Tensor]:
+    """The case's inputs placed in guarded buffers whose float guards hold ``guard``."""
     placed = {}
     for name, values in case.inputs.items():
         dtype = case.dtype if values.is_floating_point() else values.dtype
-        fill = math.nan if dtype.is_floating_point else 0
+        fill = guard if dtype.is_floating_point else 0
         _, view = _place(tuple(values.shape), dtype, case.layouts.get(name, CONTIGUOUS), fill)
         view.copy_(values)
         placed[name] = view
@@ -296,19 +299,22 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
         return None
     cols = wrong.any(dim=0).nonzero().flatten().tolist()
     n_cols = wrong.shape[1]
-    if len(rows) == n_rows and cols == list(range(cols[0], n_cols)):
+    # From column 0, it is not the ends of the rows but the whole of them.
+    if len(rows) == n_rows and cols[0] > 0 and cols == list(range(cols[0], n_cols)):
         return "row_ends", _(
             "In every row, columns {start} to {end} are wrong: the tile does not reach the "
             "end of the row."
         ).format(start=cols[0], end=n_cols - 1)
     if len(tile) == 2:
         block_rows, block_cols = tile
-        if n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
+        # Only where there is a whole tile before it: a matrix smaller than one tile
+        # is all last tile, and saying so would point at the mask for nothing.
+        if n_rows > block_rows and n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
             return "last_partial_tile", _(
                 "Only the last, partial tile of rows is wrong (rows {start} to {end}): "
                 "look at the mask of the rows."
             ).format(start=n_rows - n_rows % block_rows, end=n_rows - 1)
-        if n_cols % block_cols and cols[0] >= n_cols - n_cols % block_cols:
+        if n_cols > block_cols and n_cols % block_cols and cols[0] >= n_cols - n_cols % block_cols:
             return "last_partial_tile", _(
                 "Only the last, partial tile of columns is wrong (columns {start} to "
                 "{end}): look at the mask of the columns."
@@ -389,7 +395,8 @@ def _check_kernel(task: KernelTask, kernel: object, files: set[str]) -> None:
             layout = case.layouts.get("out", CONTIGUOUS)
             buffer, out = _place(case.out_shape, case.result_dtype, layout, SENTINEL)
             try:
-                task.launch(kernel, Launch(_inputs(case), out, case.params))
+                with _quiet_arithmetic():
+                    task.launch(kernel, Launch(_inputs(case), out, case.params))
             except Exception as error:
                 raise _Failure("error", _short_error(error, files)) from None
             inside = torch.zeros_like(buffer, dtype=torch.bool)
@@ -403,7 +410,48 @@ def _check_kernel(task: KernelTask, kernel: object, files: set[str]) -> None:
                     "`tl.store`."
                 ).format(count=int(outside.sum()),
                          where=_where_outside(index, case.out_shape, layout))])  # fmt: skip
-            _compare(out, task.reference(case), case)
+            expected = task.reference(case)
+            try:
+                _compare(out, expected, case)
+            except _Failure as failure:
+                if failure.kind == "read_outside" and _nan_without_guards(
+                    task, kernel, case, expected
+                ):
+                    failure.kind = "not_finite"
+                    failure.lines[1] = _(
+                        "The output holds NaN where the right answer has none, and still "
+                        "does when the checker puts 0 around the inputs instead of NaN: the "
+                        "kernel computed it. An intermediate value most likely overflowed "
+                        "(`exp` of a large number is infinity, and infinity minus, times 0 "
+                        "or over infinity is NaN), or a division had 0 below."
+                    )
+                raise
+
+
+def _nan_without_guards(
+    task: KernelTask, kernel: object, case: Case, expected: torch.Tensor
+) -> bool:
+    """Whether ``kernel`` still writes NaN where ``expected`` has none when the inputs'
+    guards hold 0 instead of NaN: then it computed the NaN rather than read it."""
+    _, out = _place(
+        case.out_shape, case.result_dtype, case.layouts.get("out", CONTIGUOUS), SENTINEL
+    )
+    try:
+        with _quiet_arithmetic():
+            task.launch(kernel, Launch(_inputs(case, guard=0.0), out, case.params))
+    except Exception:
+        return False
+    actual = out.cpu()
+    return bool((torch.isnan(actual) & ~torch.isnan(expected)).any())
+
+
+@contextmanager
+def _quiet_arithmetic() -> Iterator[None]:
+    """Silence NumPy's warnings of an overflow or a 0 / 0 in the interpreter: the
+    diagnosis says what they mean, at the learner's level, and they would come first."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 @contextmanager

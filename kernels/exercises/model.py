@@ -180,10 +180,11 @@ class Exercise:
                 f"{where}: the id must be lower-case letters, digits and single hyphens "
                 "(such as 'intro-add-mask')"
             )
-        if not self.id.startswith(f"{self.lesson}-"):
+        prefix = f"{self.lesson}".replace("_", "-")
+        if not self.id.startswith(f"{prefix}-"):
             raise ExerciseDefinitionError(
-                f"{where}: the id must start with its lesson's name, {self.lesson!r}, and "
-                "a hyphen, so that ids are unique across lessons"
+                f"{where}: the id must start with its lesson's name, {prefix!r} (hyphens for "
+                "underscores), and a hyphen, so that ids are unique across lessons"
             )
         if self.kind not in KINDS:
             raise ExerciseDefinitionError(
