@@ -54,6 +54,17 @@ def _store(ptrs, value, inside, EVEN: tl.constexpr):
 
 
 @triton.jit
+def _query_block(CAUSAL: tl.constexpr):
+    # Which block of queries this program owns. Under a causal mask the last block
+    # attends to every key and the first to one block of them: programs start in the
+    # order of their numbers, so the longest go first and the short ones fill the last
+    # wave, instead of the longest starting last and running alone.
+    if CAUSAL:
+        return tl.num_programs(0) - 1 - tl.program_id(0)
+    return tl.program_id(0)
+
+
+@triton.jit
 def _attend_to_keys(
     acc,
     row_sum,
@@ -119,7 +130,7 @@ def attention_forward_kernel(
     EVEN: tl.constexpr,
 ):
     # Grid: (query blocks, batch x heads). Each head's Q, K, V are contiguous matrices.
-    block_m = tl.program_id(0)
+    block_m = _query_block(CAUSAL)
     head_offset = tl.program_id(1).to(tl.int64) * seq_len * HEAD_DIM
     q_ptr += head_offset
     k_ptr += head_offset
@@ -133,23 +144,33 @@ def attention_forward_kernel(
     row_max = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
     row_sum = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+    # Masks cost comparisons and selects on every score: only the key blocks that need
+    # one get it. A sequence that is not a whole number of blocks needs it in its last
+    # key block alone, not in all of them.
     if CAUSAL:
-        # Key blocks left of the diagonal are wholly visible: no mask. Only the blocks
-        # on the diagonal need one, and blocks right of it are never read.
+        # Key blocks left of the diagonal are wholly visible and wholly inside the
+        # sequence: no mask. Only the blocks on the diagonal need one, and blocks right
+        # of it are never read.
         diagonal = block_m * BLOCK_M
         acc, row_sum, row_max = _attend_to_keys(
             acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, 0, diagonal,
-            HEAD_DIM, BLOCK_M, BLOCK_N, False, EVEN,
+            HEAD_DIM, BLOCK_M, BLOCK_N, False, True,
         )  # fmt: skip
         acc, row_sum, row_max = _attend_to_keys(
             acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, diagonal,
             diagonal + BLOCK_M, HEAD_DIM, BLOCK_M, BLOCK_N, True, EVEN,
         )  # fmt: skip
     else:
+        whole = seq_len // BLOCK_N * BLOCK_N
         acc, row_sum, row_max = _attend_to_keys(
-            acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, 0, seq_len,
-            HEAD_DIM, BLOCK_M, BLOCK_N, False, EVEN,
+            acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, 0, whole,
+            HEAD_DIM, BLOCK_M, BLOCK_N, False, True,
         )  # fmt: skip
+        if not EVEN:
+            acc, row_sum, row_max = _attend_to_keys(
+                acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, whole,
+                seq_len, HEAD_DIM, BLOCK_M, BLOCK_N, False, False,
+            )  # fmt: skip
 
     out = acc / row_sum[:, None]
     # The log-sum-exp of each query's scaled scores (base 2): all the backward pass
@@ -275,14 +296,21 @@ def attention_backward_kv_kernel(
             grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
             qk_scale, diagonal, diagonal + BLOCK_N, HEAD_DIM, BLOCK_M, True, EVEN,
         )  # fmt: skip
-        grad_k, grad_v = _key_block_gradients(
-            grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
-            qk_scale, diagonal + BLOCK_N, seq_len, HEAD_DIM, BLOCK_M, False, EVEN,
-        )  # fmt: skip
+        first = diagonal + BLOCK_N
     else:
+        first = 0
+    # The query blocks after that: whole ones with no mask, then the sequence's last,
+    # partial one with its mask. Keys of this block past the end of the sequence need
+    # none: they only reach rows of dK and dV that are never stored.
+    whole = tl.maximum(seq_len // BLOCK_M * BLOCK_M, first)
+    grad_k, grad_v = _key_block_gradients(
+        grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
+        qk_scale, first, whole, HEAD_DIM, BLOCK_M, False, True,
+    )  # fmt: skip
+    if not EVEN:
         grad_k, grad_v = _key_block_gradients(
             grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
-            qk_scale, 0, seq_len, HEAD_DIM, BLOCK_M, False, EVEN,
+            qk_scale, whole, seq_len, HEAD_DIM, BLOCK_M, False, False,
         )  # fmt: skip
     # The scores were s = sm_scale * q.k, so dK carries the factor sm_scale.
     grad_k = grad_k * sm_scale
@@ -350,7 +378,8 @@ def attention_backward_q_kernel(
     head_offset = head * seq_len * HEAD_DIM
     k_ptr += head_offset
     v_ptr += head_offset
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    block_m = _query_block(CAUSAL)
+    rows = block_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     q_tile = head_offset + rows[:, None] * HEAD_DIM + dims[None, :]
     q = _load(q_ptr + q_tile, rows[:, None] < seq_len, EVEN)
@@ -359,20 +388,27 @@ def attention_backward_q_kernel(
     delta = _load(delta_ptr + head * seq_len + rows, rows < seq_len, EVEN)
     grad_q = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
     if CAUSAL:
-        diagonal = tl.program_id(0) * BLOCK_M
+        diagonal = block_m * BLOCK_M
         grad_q = _query_block_gradient(
             grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-            0, diagonal, HEAD_DIM, BLOCK_N, False, EVEN,
+            0, diagonal, HEAD_DIM, BLOCK_N, False, True,
         )  # fmt: skip
         grad_q = _query_block_gradient(
             grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
             diagonal, diagonal + BLOCK_M, HEAD_DIM, BLOCK_N, True, EVEN,
         )  # fmt: skip
     else:
+        # Whole key blocks with no mask, then the last, partial one with its mask.
+        whole = seq_len // BLOCK_N * BLOCK_N
         grad_q = _query_block_gradient(
             grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-            0, seq_len, HEAD_DIM, BLOCK_N, False, EVEN,
+            0, whole, HEAD_DIM, BLOCK_N, False, True,
         )  # fmt: skip
+        if not EVEN:
+            grad_q = _query_block_gradient(
+                grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
+                whole, seq_len, HEAD_DIM, BLOCK_N, False, False,
+            )  # fmt: skip
     _store(grad_q_ptr + q_tile, grad_q * sm_scale, rows[:, None] < seq_len, EVEN)
 
 

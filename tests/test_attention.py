@@ -190,3 +190,35 @@ def test_empty_sequence_keeps_the_inputs_in_the_graph() -> None:
     assert out.grad_fn is not None
     out.sum().backward()
     assert q.grad.shape == q.shape and k.grad.shape == k.shape
+
+
+# Tiles as on the GPU, where a query block and a key block differ in size (forward and
+# dQ: queries a multiple of keys; dK/dV the other way round), small enough for the
+# interpreter.
+UNEQUAL_TILES = {
+    "forward": attention.Tiles(32, 16, 4, 1),
+    "backward_q": attention.Tiles(32, 16, 4, 1),
+    "backward_kv": attention.Tiles(16, 32, 4, 1),
+}
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("seq_len", [64, 83, 97], ids=["whole-blocks", "ragged-83", "ragged-97"])
+def test_whole_blocks_unmasked_and_the_ragged_last_block_masked_match_float64(
+    seq_len: int, causal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several whole key and query blocks, which the kernels walk without a mask, then a
+    # partial last block with one; under a causal mask the query blocks run longest
+    # first. Lengths of 83 and 97 leave 3 and 1 queries, 3 and 1 keys, in the last block.
+    monkeypatch.setattr(attention, "tiles_for", lambda kernel, head_dim: UNEQUAL_TILES[kernel])
+    attention.forward_launch.cache_clear()
+    inputs = qkv_and_grad((1, 2, seq_len, 32), torch.float16)
+    *qkv, grad_out = inputs
+    leaves = [t.clone().requires_grad_() for t in qkv]
+    out = attention.attention(*leaves, causal=causal)
+    out.backward(grad_out)
+    attention.forward_launch.cache_clear()
+    ref_out, ref_grads = float64_gradients(attention.naive_attention, inputs, causal)
+    assert_close_to_float64(out, ref_out, torch.float16)
+    for leaf, ref_grad in zip(leaves, ref_grads, strict=True):
+        assert_gradient_close(leaf.grad, ref_grad, torch.float16)
