@@ -445,28 +445,29 @@ def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
     return _changed_files(measurement.code, code_of(spec))
 
 
-def _refuse_if_stale(name: str, recorded: Code, current: Code) -> None:
+def _refuse_if_stale(name: str, recorded: Code, current: Code, gpu: str | None = None) -> None:
     changed = _changed_files(recorded, current)
     if changed:
         raise StaleMeasurementError(
-            f"{measurements.path_for(name)} is stale: it was recorded from other code "
+            f"{measurements.path_for(name, gpu)} is stale: it was recorded from other code "
             f"than runs now ({', '.join(changed)} changed since commit "
-            f"{recorded.commit}). Re-measure it on a GPU (`nox -s bench -- "
+            f"{recorded.commit}). Re-measure it on that GPU (`nox -s bench -- "
             f"{name}`), or build a draft (`nox -s docs -- --draft`)."
         )
 
 
-def load_current(spec: BenchmarkSpec) -> Measurement:
-    """The recorded measurement of ``spec``, which must come from the code as it is now.
+def load_current(spec: BenchmarkSpec, gpu: str | None = None) -> Measurement:
+    """The recorded measurement of ``spec`` on ``gpu`` (the primary GPU by default), which
+    must come from the code as it is now.
 
     Raises :class:`~kernels.measurements.StaleMeasurementError` naming the record and
     the files that changed, or :class:`~kernels.measurements.MeasurementError` when the
     record is missing or malformed.
     """
-    measurement = measurements.load(spec.name, metric=spec.metric)
+    measurement = measurements.load(spec.name, metric=spec.metric, gpu=gpu)
     assert isinstance(measurement, Measurement)  # a rate metric reads as a rate record
-    _refuse_if_stale(spec.name, measurement.code, code_of(spec))
-    _refuse_if_unlike_spec(spec, measurement)
+    _refuse_if_stale(spec.name, measurement.code, code_of(spec), gpu)
+    _refuse_if_unlike_spec(spec, measurement, gpu)
     return measurement
 
 
@@ -481,13 +482,15 @@ CEILING_MARGIN = 1.5
 CHECK_MARGIN = 10
 
 
-def _refuse_if_unlike_spec(spec: BenchmarkSpec, record: Measurement) -> None:
+def _refuse_if_unlike_spec(
+    spec: BenchmarkSpec, record: Measurement, gpu: str | None = None
+) -> None:
     """Raise :class:`MeasurementError` naming the record's file and key unless the record
     agrees with ``spec`` (what is measured, at which sizes, how much work, which series,
     which pass), with its own check (passed) and with its ceiling (no rate above it by
     more than CEILING_MARGIN), and Triton has a rate at every size. A record edited by
     hand, or written for another version of the spec, is refused, not drawn."""
-    path = measurements.path_for(spec.name)
+    path = measurements.path_for(spec.name, gpu)
     expected = _what_is_measured(spec)
     for key in ("x_name", "dtype", "x"):
         if getattr(record, key) != expected[key]:
@@ -551,7 +554,8 @@ def placeholder(spec: BenchmarkSpec, reason: str) -> Measurement:
 
 
 def recorded(spec: BenchmarkSpec) -> Measurement:
-    """The record of ``spec`` that a page may draw: one from the code as it is now.
+    """The primary GPU's record of ``spec`` that a page may draw: one from the code as it
+    is now.
 
     A draft build (``$NINJA_GAP_DRAFT`` = 1) gets a placeholder instead of an error when
     the record is missing, malformed or stale.
@@ -566,27 +570,31 @@ def recorded(spec: BenchmarkSpec) -> Measurement:
 
 
 def measure_or_load(spec: BenchmarkSpec) -> Measurement:
-    """On a GPU, measure ``spec`` and record the file; otherwise check the kernel at its
-    small sizes, print the checks, and return :func:`recorded`."""
+    """On a GPU, measure ``spec`` and record the file in that GPU's folder; otherwise check
+    the kernel at its small sizes and print the checks. Return the measurement on the
+    primary GPU: the one just made when this is the primary GPU, else :func:`recorded`
+    (the page shows the other GPUs' records beside it)."""
     if measuring():
         measurement = measure(spec)
         path = measurements.save(measurement)
-        print(f"Recorded {path.name} on {measurement.environment['gpu']}.")
-        return measurement
+        print(f"Recorded {path.parent.name}/{path.name} on {measurement.environment['gpu']}.")
+        if path.parent.name == measurements.PRIMARY_GPU:
+            return measurement
+        return recorded(spec)
     print(f"Not measuring here: checking {spec.name} on {describe_device()}.")
     for size in spec.interpreter_sizes:
         print(check(spec, size))
     return recorded(spec)
 
 
-def _refusal(name: str, specs: Mapping[str, BenchmarkSpec]) -> str | None:
-    # Why a normal build would refuse record ``name`` (missing, malformed, stale), or
-    # None when it would draw it.
+def _refusal(name: str, specs: Mapping[str, BenchmarkSpec], gpu: str | None = None) -> str | None:
+    # Why a normal build would refuse record ``name`` of ``gpu`` (missing, malformed,
+    # stale), or None when it would draw it.
     try:
         if name == LAUNCH_OVERHEAD:
-            _launch_record().load_current_launch_overhead()
+            _launch_record().load_current_launch_overhead(gpu)
         else:
-            load_current(specs[name])
+            load_current(specs[name], gpu)
     except MeasurementError as error:
         return str(error)
     return None
@@ -632,14 +640,27 @@ def discover() -> dict[str, BenchmarkSpec]:
 
 
 def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) -> list[str]:
-    """One line per record that the build would refuse: missing, malformed, stale, or
-    left over from a benchmark that no longer exists. ``launch_overhead``: check that
-    record too."""
+    """One line per record that the build would refuse, on every GPU that has records:
+    malformed, stale, in the wrong GPU's folder, left over from a benchmark that no longer
+    exists, or missing from the primary GPU (another GPU need not have every record; the
+    page shows what it has). ``launch_overhead``: check that record too."""
     names = [*specs, LAUNCH_OVERHEAD] if launch_overhead else list(specs)
-    problems = [problem for name in names if (problem := _refusal(name, specs)) is not None]
     known = {*discover(), LAUNCH_OVERHEAD}
-    for name in sorted(set(measurements.recorded_benchmarks()) - known):
-        problems.append(f"{measurements.path_for(name)}: no benchmark is named {name!r}")
+    root = measurements.MEASUREMENTS_ROOT
+    problems = [
+        f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/" for path in
+        sorted(root.glob("*.json"))
+    ]  # fmt: skip
+    gpus = [measurements.PRIMARY_GPU, *measurements.recorded_gpus()]
+    for gpu in dict.fromkeys(gpus):
+        here = set(measurements.recorded_benchmarks(gpu))
+        for name in names:
+            if (name in here or gpu == measurements.PRIMARY_GPU) and (
+                problem := _refusal(name, specs, gpu)
+            ) is not None:
+                problems.append(problem)
+        for name in sorted(here - known):
+            problems.append(f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}")
     return problems
 
 
@@ -673,8 +694,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         for line in problems:
             print(line)
         if problems:
-            parser.exit(1, f"{len(problems)} of {len(chosen)} records cannot be drawn\n")
-        print(f"All {len(chosen)} records match the code.")
+            parser.exit(1, f"Records that cannot be drawn: {len(problems)}\n")
+        gpus = ", ".join(dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()]))
+        print(f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus}).")
         return
     if interpreted():
         parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")

@@ -69,16 +69,16 @@ def measure_launch_overhead() -> LaunchOverhead:
     )
 
 
-def load_current_launch_overhead() -> LaunchOverhead:
-    """The recorded launch_overhead record, which must come from the code as it is now;
-    raises as :func:`load_current` does."""
-    record = measurements.load_launch_overhead()
-    _refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code())
+def load_current_launch_overhead(gpu: str | None = None) -> LaunchOverhead:
+    """The recorded launch_overhead record of ``gpu`` (the primary GPU's by default), which
+    must come from the code as it is now; raises as :func:`load_current` does."""
+    record = measurements.load_launch_overhead(gpu)
+    _refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code(), gpu)
     if record.x != tuple(launch_cost.LAUNCHERS):
         missing = [name for name in launch_cost.LAUNCHERS if name not in record.x]
         extra = [name for name in record.x if name not in launch_cost.LAUNCHERS]
         raise MeasurementError(
-            f"{measurements.path_for(LAUNCH_OVERHEAD)}: the launchers are {list(record.x)}; "
+            f"{measurements.path_for(LAUNCH_OVERHEAD, gpu)}: the launchers are {list(record.x)}; "
             f"the course has {list(launch_cost.LAUNCHERS)} (missing {missing}, not the "
             f"course's {extra})"
         )
@@ -115,11 +115,13 @@ def recorded_launch_overhead() -> LaunchOverhead:
 
 
 def launch_overhead_or_load() -> LaunchOverhead:
-    """On a GPU, measure the launch_overhead record and write its file; otherwise return
+    """On a GPU, measure the launch_overhead record and write it to that GPU's folder.
+    Return the primary GPU's: the one just measured on the primary GPU, else
     :func:`recorded_launch_overhead`."""
     if measuring():
         record = measure_launch_overhead()
         path = measurements.save(record)
-        print(f"Recorded {path.name} on {record.environment['gpu']}.")
-        return record
+        print(f"Recorded {path.parent.name}/{path.name} on {record.environment['gpu']}.")
+        if path.parent.name == measurements.PRIMARY_GPU:
+            return record
     return recorded_launch_overhead()

@@ -1,8 +1,11 @@
 """The measurement record: one typed value, its contract, and the files that hold it.
 
 A GPU run of a benchmark produces a :class:`Measurement`; it is saved to
-``gallery/measurements/<benchmark>.json`` and loaded back from there, and the plots,
-the tables and the pages read that value and nothing else. The contract (see the
+``gallery/measurements/<gpu>/<benchmark>.json`` (``<gpu>`` the :func:`gpu_slug` of the
+GPU it ran on: every GPU has its own records) and loaded back from there, and the plots,
+the tables and the pages read that value and nothing else. The pages' prose and
+verdicts read the records of :data:`PRIMARY_GPU`; the other GPUs' records are shown
+beside them. The contract (see the
 contributing guide, "The measurement record"):
 
 - ``series``: for each provider (``Triton`` and at least one baseline), the rate at each
@@ -36,6 +39,7 @@ is refused rather than read with a meaning it does not have. ``code`` and
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
@@ -44,14 +48,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# In a clone, the records are in gallery/measurements/; installed, the package ships them
-# as ninja_gap/measurements/, beside ninja_gap/kernels/.
+# In a clone, the records are in gallery/measurements/<gpu>/; installed, the package ships
+# them as ninja_gap/measurements/<gpu>/, beside ninja_gap/kernels/.
 _PARENT = Path(__file__).resolve().parent.parent
-MEASUREMENTS_DIR = (
+MEASUREMENTS_ROOT = (
     _PARENT / "gallery" / "measurements"
     if (_PARENT / "gallery" / "measurements").is_dir()
     else _PARENT / "measurements"
 )
+# The GPU whose records the pages' prose and verdicts read, and which every benchmark
+# must have a record of (conf.py shows it to the build). The H100 is the GPU a session
+# here gets most often; the other GPUs' records are shown beside its own.
+PRIMARY_GPU = "h100"
+# Words of a device name that do not tell one GPU model from another: the vendor, the
+# memory's size and kind, the SXM form factor (PCIe and NVL boards keep their word: their
+# clocks and memory differ from the SXM board's).
+_NOT_THE_MODEL = re.compile(r"nvidia|geforce|\d+gb|hbm\d*e?|sxm\d*")
+# What a GPU folder's name looks like: lower-case words of letters and digits, joined by "-".
+_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 METRICS = ("GB/s", "TFLOP/s")
 # The one record that is not a rate, its metric, and its series in order.
@@ -242,9 +256,46 @@ class LaunchOverhead:
 Record = Measurement | LaunchOverhead
 
 
-def path_for(benchmark: str) -> Path:
-    """The file that holds the recorded measurement of ``benchmark``."""
-    return MEASUREMENTS_DIR / f"{benchmark}.json"
+def gpu_slug(device_name: str) -> str:
+    """The name of the records folder of the GPU called ``device_name`` (as CUDA names
+    it): ``"NVIDIA H100 80GB HBM3"`` is ``h100``, ``"NVIDIA H200"`` ``h200``,
+    ``"NVIDIA GeForce RTX 4090"`` ``rtx-4090``, ``"NVIDIA H100 PCIe"`` ``h100-pcie``."""
+    words = [
+        word
+        for word in re.split(r"[^a-z0-9]+", device_name.lower())
+        if word and not _NOT_THE_MODEL.fullmatch(word)
+    ]
+    if not words:
+        raise MeasurementError(f"cannot name a records folder after the GPU {device_name!r}")
+    return "-".join(words)
+
+
+def gpu_dir(gpu: str | None = None) -> Path:
+    """The folder of ``gpu``'s records (a :func:`gpu_slug`; the primary GPU's by default)."""
+    gpu = PRIMARY_GPU if gpu is None else gpu
+    if not _SLUG.fullmatch(gpu):
+        raise MeasurementError(f"{gpu!r} is not a GPU's records folder (such as 'h100')")
+    return MEASUREMENTS_ROOT / gpu
+
+
+def path_for(benchmark: str, gpu: str | None = None) -> Path:
+    """The file that holds the recorded measurement of ``benchmark`` on ``gpu`` (the
+    primary GPU by default)."""
+    return gpu_dir(gpu) / f"{benchmark}.json"
+
+
+def recorded_gpus() -> list[str]:
+    """The GPUs that have a records folder, the primary first, then by name."""
+    found = (
+        sorted(
+            path.name
+            for path in MEASUREMENTS_ROOT.iterdir()
+            if path.is_dir() and _SLUG.fullmatch(path.name)
+        )
+        if MEASUREMENTS_ROOT.is_dir()
+        else []
+    )
+    return sorted(found, key=lambda gpu: gpu != PRIMARY_GPU)
 
 
 def _positive_number(value: Any) -> bool:
@@ -555,16 +606,24 @@ def read(path: Path) -> Record:
     return record_from_json(doc, str(path))
 
 
-def load(benchmark: str, metric: str | None = None) -> Record:
-    """The recorded measurement of ``benchmark``, validated; with ``metric`` (the spec's),
-    also checked to be the benchmark it claims to be."""
-    path = path_for(benchmark)
+def load(benchmark: str, metric: str | None = None, gpu: str | None = None) -> Record:
+    """The recorded measurement of ``benchmark`` on ``gpu`` (the primary GPU by default),
+    validated; with ``metric`` (the spec's), also checked to be the benchmark it claims
+    to be. A record in another GPU's folder than its own is refused."""
+    gpu = PRIMARY_GPU if gpu is None else gpu
+    path = path_for(benchmark, gpu)
     if not path.exists():
         raise MeasurementError(
-            f"{path}: no recorded measurement for {benchmark!r}; "
-            "run `nox -s bench` on a GPU machine to record one"
+            f"{path}: no recorded measurement for {benchmark!r} on the {gpu}; "
+            "run `nox -s bench` on that GPU to record one"
         )
     measurement = read(path)
+    if gpu_slug(measurement.environment["gpu"]) != gpu:
+        raise MeasurementError(
+            f"{path}: recorded on the {measurement.environment['gpu']}, not on the {gpu} "
+            f"whose folder it is in; it belongs in "
+            f"{gpu_dir(gpu_slug(measurement.environment['gpu']))}"
+        )
     if measurement.benchmark != benchmark:
         raise MeasurementError(
             f"{path}: 'benchmark' is {measurement.benchmark!r}, but the file is {benchmark}.json"
@@ -576,16 +635,18 @@ def load(benchmark: str, metric: str | None = None) -> Record:
     return measurement
 
 
-def load_launch_overhead() -> LaunchOverhead:
-    """The recorded ``launch_overhead`` record, validated."""
-    record = load(LAUNCH_OVERHEAD, metric=LAUNCH_METRIC)
+def load_launch_overhead(gpu: str | None = None) -> LaunchOverhead:
+    """The recorded ``launch_overhead`` record of ``gpu`` (the primary's by default),
+    validated."""
+    record = load(LAUNCH_OVERHEAD, metric=LAUNCH_METRIC, gpu=gpu)
     assert isinstance(record, LaunchOverhead)  # what record_from_json reads for this name
     return record
 
 
 def save(measurement: Record) -> Path:
-    """Validate ``measurement`` and write it to its benchmark's file; return the path."""
-    path = path_for(measurement.benchmark)
+    """Validate ``measurement`` and write it to its benchmark's file in the folder of the
+    GPU it was measured on; return the path."""
+    path = path_for(measurement.benchmark, gpu_slug(measurement.environment["gpu"]))
     doc = measurement.to_json()
     record_from_json(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -616,9 +677,10 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def recorded_benchmarks() -> list[str]:
-    """The names of the benchmarks that have a file in ``gallery/measurements/``."""
-    return sorted(path.stem for path in MEASUREMENTS_DIR.glob("*.json"))
+def recorded_benchmarks(gpu: str | None = None) -> list[str]:
+    """The names of the benchmarks that have a file in ``gpu``'s folder (the primary's by
+    default)."""
+    return sorted(path.stem for path in gpu_dir(gpu).glob("*.json"))
 
 
 def worst_fraction_of_ceiling(measurement: Measurement, provider: str, min_x: float) -> float:

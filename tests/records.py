@@ -1,7 +1,10 @@
 """A small valid record, in the file's JSON form, for tests of the contract and its readers."""
 
 import copy
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kernels import measurements
 
@@ -97,3 +100,14 @@ def launch_doc(**changes: Any) -> dict[str, Any]:
 def launch_sample(**changes: Any) -> measurements.LaunchOverhead:
     """:func:`launch_doc` as a validated :class:`~kernels.measurements.LaunchOverhead`."""
     return measurements.launch_overhead_from_json(launch_doc(**changes), "sample.json")
+
+
+def records_folder(monkeypatch: pytest.MonkeyPatch, root: Path, gpu: str | None = None) -> Path:
+    """Point the records at ``root`` with ``gpu`` (by default the GPU of :func:`sample_doc`)
+    as the primary GPU, and return that GPU's folder, made."""
+    gpu = gpu or measurements.gpu_slug(sample_doc()["environment"]["gpu"])
+    monkeypatch.setattr(measurements, "MEASUREMENTS_ROOT", root)
+    monkeypatch.setattr(measurements, "PRIMARY_GPU", gpu)
+    folder = root / gpu
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

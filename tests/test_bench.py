@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 import torch
-from records import launch_doc, sample, sample_doc
+from records import launch_doc, records_folder, sample, sample_doc
 
 from kernels import bench, fingerprint, launch_record, measurements, timing, vector_add
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
@@ -22,6 +22,8 @@ from kernels.spec import BenchmarkSpec, ProviderUnavailable
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
+# The folder of the records the pages read.
+PRIMARY = measurements.PRIMARY_GPU
 cpu_path = pytest.mark.skipif(not interpreted(), reason="covers the path taken without a GPU")
 
 
@@ -325,7 +327,7 @@ def _copy_of_the_course(tmp_path: Path) -> Path:
     copy = tmp_path / "course"
     shutil.copytree(ROOT / "kernels", copy / "kernels", ignore=shutil.ignore_patterns("__py*"))
     shutil.copytree(ROOT / "gallery" / "measurements", copy / "gallery" / "measurements")
-    launch_overhead = copy / "gallery" / "measurements" / "launch_overhead.json"
+    launch_overhead = copy / "gallery" / "measurements" / PRIMARY / "launch_overhead.json"
     if not launch_overhead.exists():
         code = launch_record.launch_overhead_code()
         doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "test",
@@ -338,6 +340,10 @@ def _copy_of_the_course(tmp_path: Path) -> Path:
 N_BENCHMARKS = len(bench.discover())
 # Every benchmark's record, and launch_overhead.json.
 N_RECORDS = N_BENCHMARKS + 1
+# The records of each GPU: all of them on the primary GPU, some on the others.
+RECORDS_BY_GPU = {
+    gpu: measurements.recorded_benchmarks(gpu) for gpu in measurements.recorded_gpus()
+}
 
 
 def _stale_command(course: Path) -> subprocess.CompletedProcess[str]:
@@ -357,7 +363,7 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     course = _copy_of_the_course(tmp_path)
     result = _stale_command(course)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"All {N_RECORDS} records match the code." in result.stdout
+    assert f"All records of the {N_RECORDS} benchmarks match the code" in result.stdout
     module = course / "kernels" / "vector_add.py"
     source = module.read_text(encoding="utf-8")
     # Comments, docstrings and blank lines are not code.
@@ -377,12 +383,44 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     # launcher: vector_add's among them.
     assert "vector_add_fp16.json is stale" in result.stdout
     assert "launch_overhead.json is stale" in result.stdout
-    assert f"3 of {N_RECORDS} records cannot be drawn" in result.stderr
+    # On every GPU that has them.
+    stale = sum(
+        len({"vector_add", "vector_add_fp16", bench.LAUNCH_OVERHEAD} & set(names))
+        for names in RECORDS_BY_GPU.values()
+    )
+    assert f"Records that cannot be drawn: {stale}\n" in result.stderr
+
+
+def test_stale_checks_every_gpus_records_but_asks_only_the_primary_for_all(
+    tmp_path: Path,
+) -> None:
+    course = _copy_of_the_course(tmp_path)
+    root = course / "gallery" / "measurements"
+    other = root / "h200"
+    other.mkdir(exist_ok=True)
+    for path in other.glob("*.json"):
+        path.unlink()
+    # Another GPU with one record of the current code and nothing else is complete enough.
+    doc = json.loads((root / PRIMARY / "dropout.json").read_text(encoding="utf-8"))
+    doc["environment"]["gpu"] = "NVIDIA H200"
+    (other / "dropout.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert _stale_command(course).returncode == 0
+    # A stale one, a record loose in the root and one in the wrong GPU's folder are named.
+    doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
+    (other / "dropout.json").write_text(json.dumps(doc), encoding="utf-8")
+    (root / "softmax.json").write_bytes((root / PRIMARY / "softmax.json").read_bytes())
+    (other / "softmax.json").write_bytes((root / PRIMARY / "softmax.json").read_bytes())
+    result = _stale_command(course)
+    assert result.returncode == 1
+    assert "h200/dropout.json is stale" in result.stdout
+    assert "measurements/softmax.json: a record belongs in its GPU's folder" in result.stdout
+    assert "h200/softmax.json: recorded on the NVIDIA H100" in result.stdout
+    assert "Records that cannot be drawn: 3\n" in result.stderr
 
 
 def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
-    records = course / "gallery" / "measurements"
+    records = course / "gallery" / "measurements" / PRIMARY
     (records / "dropout.json").rename(records / "dropout_old.json")
     result = _stale_command(course)
     assert result.returncode == 1
@@ -391,7 +429,7 @@ def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) ->
     (records / "launch_overhead.json").unlink()
     result = _stale_command(course)
     assert "no recorded measurement for 'launch_overhead'" in result.stdout
-    assert f"3 of {N_RECORDS} records cannot be drawn" in result.stderr
+    assert "Records that cannot be drawn: 3\n" in result.stderr
 
 
 def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
@@ -402,11 +440,9 @@ def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = _stale_command(course)
-    # All but launch_overhead, which kernels/launch_cost.py times on its own.
-    assert (
-        result.returncode == 1
-        and f"{N_RECORDS - 1} of {N_RECORDS} records cannot be drawn" in result.stderr
-    )
+    # All but launch_overhead, which kernels/launch_cost.py times on its own, on every GPU.
+    stale = sum(len(set(names) - {bench.LAUNCH_OVERHEAD}) for names in RECORDS_BY_GPU.values())
+    assert result.returncode == 1 and f"drawn: {stale}\n" in result.stderr
     assert "launch_overhead.json" not in result.stdout
 
 
@@ -418,7 +454,7 @@ def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Pat
         encoding="utf-8",
     )
     result = _stale_command(course)
-    assert result.returncode == 1 and f"1 of {N_RECORDS} records cannot be drawn" in result.stderr
+    assert result.returncode == 1 and "Records that cannot be drawn: 1\n" in result.stderr
     assert "launch_overhead.json is stale" in result.stdout
     assert "kernels/launch_cost.py changed" in result.stdout
 
@@ -426,9 +462,9 @@ def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Pat
 @pytest.fixture
 def records_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """An empty measurements folder, and a build that does not measure."""
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    folder = records_folder(monkeypatch, tmp_path)
     monkeypatch.setenv(bench.MEASURE_VARIABLE, "0")
-    return tmp_path
+    return folder
 
 
 def test_unusable_records_are_the_ones_a_normal_build_refuses(
@@ -437,8 +473,8 @@ def test_unusable_records_are_the_ones_a_normal_build_refuses(
     # Every committed record matches the code (test_measurements checks it) ...
     names = {"vector_add", "softmax", bench.LAUNCH_OVERHEAD}
     assert bench.unusable_records(names) == set()
-    committed = measurements.MEASUREMENTS_DIR
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    committed = measurements.gpu_dir()
+    tmp_path = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
     # ... none is usable in an empty folder, launch_overhead included ...
     assert bench.unusable_records(names) == names
     # ... and of a good record, a missing one and a stale one, the last two are named.

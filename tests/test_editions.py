@@ -123,7 +123,7 @@ def english_sentences(html: str) -> list[str]:
 
 
 def _records() -> list[dict]:
-    paths = sorted((ROOT / "gallery" / "measurements").glob("*.json"))
+    paths = sorted((ROOT / "gallery" / "measurements").glob("*/*.json"))
     return [json.loads(path.read_text(encoding="utf-8")) for path in paths]
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import matplotlib
 import pytest
 import torch
-from records import LAUNCHERS, launch_doc, launch_sample, sample_doc
+from records import LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels import (
@@ -137,7 +137,7 @@ def test_a_rate_record_may_not_claim_microseconds() -> None:
 def test_the_record_is_saved_and_loaded_by_name(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     record = launch_sample()
     assert measurements.save(record) == tmp_path / "launch_overhead.json"
     assert measurements.load_launch_overhead() == record
@@ -194,7 +194,7 @@ def test_the_table_gives_each_launcher_minus_its_bare_launch() -> None:
 @pytest.fixture
 def no_records(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """An empty measurements folder, and a build that does not measure."""
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     monkeypatch.setenv(bench.MEASURE_VARIABLE, "0")
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
     return tmp_path
@@ -391,7 +391,7 @@ def test_measure_launch_overhead_records_the_three_series(
     monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: fake)
     environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
     monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-03"})
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    records_folder(monkeypatch, tmp_path, gpu="stand-in")
     record = launch_record.measure_launch_overhead()
     assert record.fresh and record.x == tuple(launch_cost.LAUNCHERS)
     assert record.series["Triton"] == tuple(20.0 + i for i in range(len(fake)))

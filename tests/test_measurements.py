@@ -8,21 +8,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from records import CEILING, X, sample, sample_doc
+from records import CEILING, X, records_folder, sample, sample_doc
 
 from kernels import launch_cost, measurements
 from kernels.bench import discover, load_current
 from kernels.launch_record import load_current_launch_overhead
 
-FILES = sorted(measurements.MEASUREMENTS_DIR.glob("*.json"))
+# Every GPU's records.
+FILES = sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))
 BENCHMARKS = discover()
 LAUNCH_OVERHEAD_FILE = measurements.path_for(measurements.LAUNCH_OVERHEAD)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_recorded_file_follows_the_contract(path: Path) -> None:
     record = measurements.read(path)
     assert record.benchmark == path.stem
+    assert measurements.gpu_slug(record.environment["gpu"]) == path.parent.name
     if isinstance(record, measurements.LaunchOverhead):
         assert record.metric == "us"
     else:
@@ -54,10 +56,12 @@ def test_the_launch_overhead_record_is_of_the_current_code_and_launchers() -> No
     assert record.details["timing"]["calls"] == launch_cost.CALLS
 
 
-def test_every_record_comes_from_one_gpu_and_a_committed_tree() -> None:
-    records = [measurements.read(path) for path in FILES]
-    assert len({record.environment["gpu"] for record in records}) == 1
-    assert not any(record.code.commit.endswith("-dirty") for record in records)
+def test_each_gpus_records_come_from_that_gpu_and_a_committed_tree() -> None:
+    assert measurements.PRIMARY_GPU in measurements.recorded_gpus()
+    for gpu in measurements.recorded_gpus():
+        records = [measurements.read(path) for path in FILES if path.parent.name == gpu]
+        assert len({record.environment["gpu"] for record in records}) == 1, gpu
+    assert not any(measurements.read(path).code.commit.endswith("-dirty") for path in FILES)
 
 
 def test_the_records_of_one_kernel_module_come_from_one_commit() -> None:
@@ -65,10 +69,12 @@ def test_the_records_of_one_kernel_module_come_from_one_commit() -> None:
     and skinny products), so they are re-measured together. Modules may differ: each
     record's fingerprint holds it to its own code (``load_current`` refuses a stale one),
     so a change to one kernel needs only its module's records again, not a whole new set."""
-    commits: dict[str, set[str]] = {}
-    for spec in BENCHMARKS.values():
-        commits.setdefault(spec.module, set()).add(load_current(spec).code.commit)
-    assert {module: c for module, c in commits.items() if len(c) > 1} == {}
+    for gpu in measurements.recorded_gpus():
+        commits: dict[str, set[str]] = {}
+        for spec in BENCHMARKS.values():
+            if spec.name in measurements.recorded_benchmarks(gpu):
+                commits.setdefault(spec.module, set()).add(load_current(spec, gpu).code.commit)
+        assert {module: c for module, c in commits.items() if len(c) > 1} == {}, gpu
 
 
 def test_every_recording_belongs_to_a_benchmark() -> None:
@@ -78,7 +84,7 @@ def test_every_recording_belongs_to_a_benchmark() -> None:
 def test_a_record_round_trips_through_its_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     record = sample(same_size_copy=[1.0] * len(X), unavailable={"PyTorch": "at N=1: gone"})
     path = measurements.save(record)
     assert path == tmp_path / "vector_add.json"
@@ -166,7 +172,7 @@ def test_peak_memory_may_be_null_where_a_provider_ran_out_of_memory() -> None:
 def test_unreadable_files_are_named(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes, message: str
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     (tmp_path / "vector_add.json").write_bytes(content)
     with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
         measurements.load("vector_add")
@@ -175,7 +181,7 @@ def test_unreadable_files_are_named(
 def test_a_file_must_hold_the_benchmark_and_metric_it_is_named_for(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     (tmp_path / "softmax.json").write_text(json.dumps(sample_doc()), encoding="utf-8")
     with pytest.raises(measurements.MeasurementError, match=r"but the file is softmax\.json"):
         measurements.load("softmax")
@@ -187,13 +193,13 @@ def test_a_file_must_hold_the_benchmark_and_metric_it_is_named_for(
 def test_missing_recording_says_how_to_make_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
-    with pytest.raises(measurements.MeasurementError, match="run `nox -s bench` on a GPU"):
+    tmp_path = records_folder(monkeypatch, tmp_path)
+    with pytest.raises(measurements.MeasurementError, match="run `nox -s bench` on that GPU"):
         measurements.load("vector_add")
 
 
 def test_save_refuses_a_broken_record(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     record = dataclasses.replace(sample(), x=())
     with pytest.raises(measurements.MeasurementError, match="'x' must be a non-empty list"):
         measurements.save(record)
@@ -241,7 +247,7 @@ def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
 ) -> None:
     # Before: a FIFO hung the reader, /dev/zero filled the memory, a directory, a link
     # loop and a 5,000-digit integer escaped as tracebacks, a repeated key was accepted.
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     make(tmp_path / "vector_add.json")
     with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
         measurements.load("vector_add")
@@ -250,7 +256,7 @@ def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
 def test_a_record_is_written_whole_or_not_at_all(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path)
     path = measurements.save(sample())
     before = path.read_bytes()
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
@@ -271,11 +277,10 @@ def test_a_record_is_written_whole_or_not_at_all(
 def test_a_record_that_is_a_link_is_replaced_not_written_through(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path / "records")
+    folder = records_folder(monkeypatch, tmp_path / "records")
     users_file = tmp_path / "notes.txt"
     users_file.write_text("mine")
-    (tmp_path / "records").mkdir()
-    (tmp_path / "records" / "vector_add.json").symlink_to(users_file)
+    (folder / "vector_add.json").symlink_to(users_file)
     path = measurements.save(sample())
     assert users_file.read_text() == "mine"
     assert not path.is_symlink() and measurements.read(path) == sample()
@@ -332,7 +337,7 @@ def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
         edited.setdefault("unavailable", {})["Triton"] = "edited by hand"
     if "the series are" in message:
         edited["call_series"].pop("torch.compile")
-    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    tmp_path = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
     (tmp_path / "vector_add.json").write_text(json.dumps(edited), encoding="utf-8")
     with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
         load_current(BENCHMARKS["vector_add"])
@@ -342,3 +347,52 @@ def test_the_committed_records_agree_with_their_specs_checks_and_ceilings() -> N
     # What the test above refuses, none of the records in the repository does.
     for spec in BENCHMARKS.values():
         load_current(spec)
+
+
+@pytest.mark.parametrize(
+    ("device_name", "slug"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA A100-PCIE-40GB", "a100-pcie"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ],
+)
+def test_a_gpus_records_folder_is_named_after_its_model(device_name: str, slug: str) -> None:
+    assert measurements.gpu_slug(device_name) == slug
+
+
+@pytest.mark.parametrize("device_name", ["", "NVIDIA", "<b>80GB</b>"])
+def test_a_device_name_without_a_model_is_refused(device_name: str) -> None:
+    with pytest.raises(measurements.MeasurementError, match="cannot name a records folder"):
+        measurements.gpu_slug(device_name)
+
+
+@pytest.mark.parametrize("gpu", ["H100", "../h100", "h100/x", ""])
+def test_a_folder_name_that_is_no_slug_is_refused(gpu: str) -> None:
+    with pytest.raises(measurements.MeasurementError, match="is not a GPU's records folder"):
+        measurements.path_for("vector_add", gpu)
+
+
+def test_a_record_is_saved_in_its_own_gpus_folder_and_read_from_there_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    records_folder(monkeypatch, tmp_path, gpu="h100")
+    environment = {**sample_doc()["environment"], "gpu": "NVIDIA GeForce RTX 4090"}
+    record = sample(environment=environment)
+    path = measurements.save(record)
+    assert path == tmp_path / "rtx-4090" / "vector_add.json"
+    assert measurements.recorded_gpus() == ["h100", "rtx-4090"]  # the primary first
+    assert measurements.load("vector_add", gpu="rtx-4090") == record
+    with pytest.raises(measurements.MeasurementError, match="no recorded measurement"):
+        measurements.load("vector_add")  # the primary GPU has none
+    # A record copied into another GPU's folder is refused, naming where it belongs.
+    (tmp_path / "h100" / "vector_add.json").write_bytes(path.read_bytes())
+    with pytest.raises(
+        measurements.MeasurementError,
+        match=r"h100/vector_add\.json: recorded on the NVIDIA GeForce RTX 4090, not on the "
+        r"h100 .* belongs in .*rtx-4090",
+    ):
+        measurements.load("vector_add")
