@@ -14,6 +14,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 
 import kernels  # noqa: F401  (picks GPU or interpreter before any kernel module loads)
 from kernels.bench import measuring
+from kernels.measurements import PRIMARY_GPU
+
+# The GPU whose records the pages' prose and verdicts read (gallery/measurements/<gpu>/);
+# the other GPUs' records are shown beside its own. It is set in kernels/measurements.py,
+# where the command line (nox -s bench -- --stale) and the installed package read it too.
+primary_gpu = PRIMARY_GPU
 
 project = "Closing the Ninja Gap"
 author = "The Closing the Ninja Gap authors"

@@ -147,7 +147,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul
 #
-# The measurements below time the launcher: on the H200, the descriptor kernel for
+# The measurements below time the launcher: the descriptor kernel for
 # outputs smaller than ``PERSISTENT_MIN_OUTPUT``, the persistent one from there up.
 
 # %%

@@ -114,7 +114,10 @@ for seq_len in (4096, 16384):
 # * ``EVEN`` is a ``tl.constexpr`` (see the
 #   :doc:`constexpr lesson </docs/lessons/02_constexpr>`) that the launcher sets when the
 #   sequence is a whole number of blocks: then ``_load`` and ``_store`` compile without
-#   masks;
+#   masks. When it is not (1,500 tokens, say), only the last key block runs past the
+#   end: the loop runs over the whole blocks with no mask, then once more over the last,
+#   partial block with one. A mask costs a comparison and a select on every score, so
+#   a ragged length pays for it in one block instead of all of them;
 # * besides the output, the kernel stores one number per query, the log-sum-exp of its
 #   scores, ``m + log2(l)``: from it the backward pass recomputes any probability.
 #
@@ -126,7 +129,18 @@ for seq_len in (4096, 16384):
 # overlap the query block's own positions hold the diagonal ``j = i``: they are visited
 # with the mask ``rows >= cols``. Key blocks after the query block's last query are never
 # read. (The launch settings make ``BLOCK_M`` a multiple of ``BLOCK_N``, so these three
-# kinds of block do not overlap.) The cell below draws the plan for a 1,024-token
+# kinds of block do not overlap.)
+#
+# The query blocks then differ in work: the last attends to every key, the first to one
+# block of them. The GPU starts programs roughly in the order of their numbers, so
+# ``_query_block`` gives program 0 the last query block: the longest blocks start first
+# and the short ones fill the last wave, instead of the longest starting last and
+# running alone while the other SMs wait.
+#
+# .. literalinclude:: /kernels/attention.py
+#    :pyobject: _query_block
+#
+# The cell below draws the plan for a 1,024-token
 # sequence with the tiles the kernel uses on the GPU, one character per pair of a query
 # block (a row) and a key block (a column).
 
@@ -242,11 +256,11 @@ from kernels.report import ResultTable, print_peak_memory, results_table
 
 
 def judge(measurement: Measurement, goal: float) -> ResultTable:
-    """The table judging the sizes from 4K tokens up against ``goal`` times the flash
-    backend of SDPA (its notes say which backends did not run, and why), ending with a
-    ranking of every implementation at the longest sequence."""
+    """The table judging the sizes from 4K tokens up against ``goal`` times the fastest
+    baseline of the run at each size (its notes say which backends did not run, and
+    why), ending with a ranking of every implementation at the longest sequence."""
     from_4k_tokens = measurement.work[measurement.x.index(4096)]
-    table = results_table(measurement, from_4k_tokens, baseline_goal=goal, against="SDPA flash")
+    table = results_table(measurement, from_4k_tokens, baseline_goal=goal)
     if measurement.placeholder:
         return table
     rates = {
@@ -261,13 +275,14 @@ def judge(measurement: Measurement, goal: float) -> ResultTable:
 
 # %%
 # Under each figure, the table judges the sizes from 4K tokens up against the goal
-# printed above it, a ratio to SDPA's flash backend; the line under the table says
-# where the goal was met, and the last line ranks every implementation at the longest
-# sequence.
+# printed above it, a ratio to the fastest baseline of the run at each size (the table
+# names it); the line under the table says where the goal was met, and the last line
+# ranks every implementation at the longest sequence. The goals are those the course
+# sets itself for attention: 0.9 of the fastest baseline's rate forward, 0.85 backward.
 
 forward = measure_or_load(attention.BENCHMARK)
 figure = plot_measurement(forward)
-judge(forward, goal=1.3)
+judge(forward, goal=0.9)
 
 # %%
 # Causal
@@ -275,7 +290,7 @@ judge(forward, goal=1.3)
 
 causal = measure_or_load(attention.CAUSAL_BENCHMARK)
 figure = plot_measurement(causal)
-judge(causal, goal=1.3)
+judge(causal, goal=0.9)
 
 # %%
 # Backward
@@ -286,12 +301,12 @@ judge(causal, goal=1.3)
 
 backward = measure_or_load(attention.BACKWARD_BENCHMARK)
 figure = plot_measurement(backward)
-judge(backward, goal=1.0)
+judge(backward, goal=0.85)
 
 # %%
 causal_backward = measure_or_load(attention.CAUSAL_BACKWARD_BENCHMARK)
 figure = plot_measurement(causal_backward)
-judge(causal_backward, goal=1.0)
+judge(causal_backward, goal=0.85)
 
 # %%
 # Memory
@@ -310,10 +325,10 @@ print_peak_memory(forward)
 # What the numbers say
 # --------------------
 #
-# The tables give, size by size, Triton's rate against SDPA's flash backend, forward
-# and backward, causal or not, and the verdict lines say where the goals were met. The
-# ranking lines place the Triton kernels among all the implementations measured,
-# including SDPA's cuDNN backend. The memory figure is the other half of the story:
+# The tables give, size by size, Triton's rate against the fastest of SDPA's backends,
+# forward and backward, causal or not, and the verdict lines say where the goals were
+# met. The ranking lines place the Triton kernels among all the implementations
+# measured. The memory figure is the other half of the story:
 # every fused kernel needs memory in proportion to ``N``, the formula in proportion to
 # ``N^2``.
 #

@@ -1,13 +1,15 @@
 """What a gallery page prints under its figure: the sizes that matter, against the ceiling
 and a baseline (by default the fastest at each size), read from the record itself (kernel
 time, the record's ``work``). And what the launch_overhead record says per launcher: how
-a call's host time divides between the launcher's Python and Triton's launch."""
+a call's host time divides between the launcher's Python and Triton's launch. Under the
+primary GPU's table, the other GPUs' records of the benchmark (:mod:`kernels.other_gpus`)."""
 
 import html
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import measurements, other_gpus
 from .measurements import LaunchOverhead, Measurement
 from .messages import _, number, series_name
 
@@ -59,6 +61,9 @@ class ResultTable:
     rows: list[list[str]]
     notes: list[str]
     sizes: list[dict[str, Any]] = field(default_factory=list)
+    # The other GPUs' records of the benchmark, as tabs (HTML), and those GPUs' names.
+    beside_html: str = ""
+    beside: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         if not self.header:
@@ -66,7 +71,8 @@ class ResultTable:
         table = [self.header, *self.rows]
         widths = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
         lines = [" ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in table]
-        return "\n".join([*self.caption, *lines, *self.notes])
+        also = [_("Also recorded on: {gpus}.").format(gpus=", ".join(self.beside))]
+        return "\n".join([*self.caption, *lines, *self.notes, *(also if self.beside else [])])
 
     def __repr__(self) -> str:
         return str(self)
@@ -85,6 +91,8 @@ class ResultTable:
             parts.append("</tbody></table></div>")
         parts += [f"<p>{html.escape(line)}</p>" for line in self.notes]
         parts.append("</div>")
+        if self.beside_html:
+            parts.append(self.beside_html)
         return "\n".join(parts)
 
 
@@ -118,7 +126,41 @@ def results_table(
     baseline), each row also says whether the measurement reached it, and a line per
     goal under the table says where it was met and where missed. A note follows when a
     same-size copy beat the ceiling by more than run-to-run noise.
+
+    Under the primary GPU's record (or a draft's placeholder for it), the table also
+    carries the other GPUs' current records of the benchmark, each with its own figure
+    and this same table, shown as tabs.
     """
+    table = _results_table(measurement, min_work, ceiling_goal, baseline_goal, against)
+    if not _of_the_primary_gpu(measurement):
+        return table
+    tabs = [
+        other_gpus.tab_of(
+            record,
+            _results_table(record, min_work, ceiling_goal, baseline_goal, against)._repr_html_(),
+        )
+        for record in other_gpus.records_beside(measurement)
+    ]
+    return replace(
+        table,
+        beside_html=other_gpus.tabs_html(measurement.benchmark, tabs),
+        beside=[tab.gpu for tab in tabs],
+    )
+
+
+def _of_the_primary_gpu(measurement: Measurement) -> bool:
+    if measurement.placeholder:
+        return True
+    return measurements.gpu_slug(measurement.environment["gpu"]) == measurements.PRIMARY_GPU
+
+
+def _results_table(
+    measurement: Measurement,
+    min_work: float,
+    ceiling_goal: float | None,
+    baseline_goal: float | None,
+    against: str | None,
+) -> ResultTable:
     if measurement.placeholder:
         missing = _("{benchmark}: not measured yet, so there is no table.")
         return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])

@@ -102,13 +102,19 @@ def _records_read(code: str, modules: set[str]) -> set[str]:
 
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
-    imports (directly or not), the records those modules can draw (see
+    imports (directly or not), every GPU's records those modules can draw (see
     :func:`kernels.bench.records_of`) or that the code names as a string, and the
     catalog of the phrases it prints in the build's language
     (kernels/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
     paths = [fingerprint.module_path(module) for module in modules]
-    paths += [measurements.path_for(name) for name in sorted(_records_read(code, modules))]
+    # Every GPU's record: a page shows the other GPUs' beside the primary's.
+    gpus = dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()])
+    paths += [
+        measurements.path_for(name, gpu)
+        for name in sorted(_records_read(code, modules))
+        for gpu in gpus
+    ]
     if "kernels.messages" in modules:
         # What the code prints comes from the catalog of the build's language.
         paths.append(messages.LOCALES / f"{messages.language()}.po")
