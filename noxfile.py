@@ -158,7 +158,7 @@ def install_chromium(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Re-measure the benchmarks on this GPU and rewrite gallery/measurements/ (GPU only).
+    """Re-measure the benchmarks on this GPU and rewrite gallery/measurements/<gpu>/ (GPU only).
 
     ``nox -s bench -- --stale`` lists the records that no longer match the code, on any
     machine, and fails if there are any.
