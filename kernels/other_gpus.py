@@ -66,7 +66,8 @@ def tab_of(record: Measurement, table_html: str) -> GpuTab:
     figure.savefig(buffer, format="png", dpi=DPI)
     # Closed, so that the gallery's scraper does not also put it on the page.
     plt.close(figure)
-    return GpuTab(record.environment["gpu"], buffer.getvalue(), caption_of(figure) or "", table_html)
+    caption = caption_of(figure) or ""
+    return GpuTab(record.environment["gpu"], buffer.getvalue(), caption, table_html)
 
 
 def _inline(text: str) -> str:
