@@ -473,7 +473,7 @@ def pointer_kernel_ptx(n: int) -> str:
     ordered = {name: signature[name] for name in matmul.matmul_kernel.arg_names}
     marked = POINTER_ARGS + (SIZE_ARGS if n % 16 == 0 else ())
     launch = {"num_warps": first.num_warps, "num_stages": first.num_stages}
-    return compile_for_gpu("kernels.matmul:matmul_kernel", ordered, constexprs, marked,
+    return compile_for_gpu(f"{matmul.__name__}:matmul_kernel", ordered, constexprs, marked,
                            **launch)["ptx"]  # fmt: skip
 
 

@@ -25,13 +25,14 @@ import math
 import os
 import pkgutil
 import sys
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from . import fingerprint, liger, measurements, provenance, timing
+from . import fingerprint, liger, measurements, provenance, shards, timing
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -311,6 +312,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     """
     if interpreted():
         raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
+    started = time.perf_counter()
     device = kernel_device()
     names = spec.series_names
     series: dict[str, list[float | None]] = {name: [] for name in names}
@@ -410,6 +412,8 @@ def measure(spec: BenchmarkSpec) -> Measurement:
                 "call_time": "triton.testing.do_bench, median, L2 flushed before each call",
                 "call_warmup_ms": timing.WARMUP_MS,
                 "call_rep_ms": timing.REP_MS,
+                # How long measuring took, which the shards are balanced by.
+                "measured_s": round(time.perf_counter() - started, 1),
             },
             "check": {
                 "reference": "float64",
@@ -664,9 +668,39 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
     return problems
 
 
+def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
+    """``names`` (benchmarks and launch_overhead) in ``count`` shards, modules whole,
+    balanced by how long the primary GPU's records took to measure."""
+    specs = discover()
+    modules = {
+        name: shards.LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module
+        for name in names
+    }
+    return shards.plan(modules, count, {name: shards.measured_seconds(name) for name in names})
+
+
+def _measure_and_save(names: Sequence[str], budget_s: float | None) -> list[str]:
+    # Measure and record each of ``names`` in turn; past ``budget_s`` seconds, start no
+    # more. Returns the names left unmeasured.
+    specs = discover()
+    started = time.monotonic()
+    for index, name in enumerate(names):
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            return list(names[index:])
+        record = (
+            _launch_record().measure_launch_overhead()
+            if name == LAUNCH_OVERHEAD
+            else measure(specs[name])
+        )
+        print(f"wrote {measurements.save(record)}", flush=True)
+    return []
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: measure the named benchmarks (all by default) and record their files,
-    or with ``--stale`` list the records that do not match the code."""
+    """Command line: measure the named benchmarks (all by default) and record their files
+    in this GPU's folder, or one shard of them (``--shard I/N``), or a shard per visible
+    GPU at once (``--gpus all``); ``--list`` prints the shard plan without a GPU;
+    ``--stale`` lists the records that do not match the code."""
     specs = discover()
     known = [*specs, LAUNCH_OVERHEAD]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -680,6 +714,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--stale",
         action="store_true",
         help="list every record whose code fingerprint no longer matches, and exit 1 if any",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="measure only shard I of N: whole kernel modules, balanced by the records' times",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="print the shard plan (with --shard: that shard)"
+    )
+    parser.add_argument(
+        "--gpus",
+        choices=["all"],
+        help="measure shard I of N on the I-th of the N visible GPUs, all at once",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="start no benchmark after this many seconds; list the ones left and exit 3",
     )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(known))
@@ -698,15 +751,33 @@ def main(argv: Sequence[str] | None = None) -> None:
         gpus = ", ".join(dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()]))
         print(f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus}).")
         return
+    index, count = 1, 1
+    if args.shard:
+        try:
+            index, count = shards.parse_shard(args.shard)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.list:
+        print(shards.describe(shard_plan(chosen, count), index if args.shard else None))
+        return
+    if args.gpus:
+        if args.shard:
+            parser.error("--gpus all picks the shards itself; leave out --shard")
+        gpus = shards.visible_gpus()
+        print(f"Measuring {len(gpus)} shard(s), one per GPU: {', '.join(gpus)}", flush=True)
+        extra = [*args.names, *(["--budget", str(args.budget)] if args.budget else [])]
+        codes = shards.run_on_gpus(gpus, lambda i, n: shards.shard_command(i, n, extra))
+        failed = [f"{i}/{len(codes)}" for i, code in enumerate(codes, start=1) if code]
+        if failed:
+            parser.exit(1, f"shards that failed: {', '.join(failed)}\n")
+        return
     if interpreted():
         parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
-    for name in chosen:
-        record = (
-            _launch_record().measure_launch_overhead()
-            if name == LAUNCH_OVERHEAD
-            else measure(specs[name])
-        )
-        print(f"wrote {measurements.save(record)}")
+    names = shard_plan(chosen, count)[index - 1].names if args.shard else tuple(chosen)
+    left = _measure_and_save(names, args.budget)
+    if left:
+        not_measured = " ".join(left)
+        parser.exit(3, f"out of time (--budget {args.budget:g} s); not measured: {not_measured}\n")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ harness because the timing code imports every launcher: a page that imports the
 harness need not depend on them all.
 """
 
+import time
+
 from . import fingerprint, launch_cost, measurements, provenance
 from .bench import _refuse_if_stale, draft, measuring
 from .measurements import LAUNCH_OVERHEAD, Code, LaunchOverhead, MeasurementError
@@ -36,6 +38,7 @@ def measure_launch_overhead() -> LaunchOverhead:
     and return the launch_overhead record; without a GPU, raise ``RuntimeError``."""
     if interpreted():
         raise RuntimeError(launch_cost.NO_GPU)
+    started = time.perf_counter()
     costs = launch_cost.measure()
     for cost in costs:
         print(
@@ -63,6 +66,8 @@ def measure_launch_overhead() -> LaunchOverhead:
                 "calls": launch_cost.CALLS,
                 "repeats": launch_cost.REPEATS,
                 "warmup_calls": launch_cost.WARMUP_CALLS,
+                # How long measuring took, which the shards are balanced by.
+                "measured_s": round(time.perf_counter() - started, 1),
             },
         },
         fresh=True,

@@ -146,7 +146,10 @@ def test_every_gallery_page_has_its_figures_with_provenance(
     html = docs_build.page(f"docs/examples/{page}.html")
     expected = FIGURES_OF_PAGE[page]
     assert len(re.findall(rf'<img[^>]+src="[^"]*sphx_glr_{page}_\d+\.png"', html)) == expected
-    assert html.count('<p class="figure-provenance">') == expected
+    # Each of the page's figures, and each other GPU's figure in the tabs under a table.
+    other_gpus = html.count('class="gpu-tab-figure"')
+    assert html.count('<p class="figure-provenance">') == expected + other_gpus
+    assert html.count('class="sd-tab-label"') >= other_gpus
     assert "Triton " in text_of(html) and ": OK" in text_of(html)
 
 
