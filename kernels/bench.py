@@ -729,6 +729,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="measure shard I of N on the I-th of the N visible GPUs, all at once",
     )
     parser.add_argument(
+        "--only-stale",
+        action="store_true",
+        help="measure only those of the benchmarks whose record on this GPU is missing or stale",
+    )
+    parser.add_argument(
         "--budget",
         type=float,
         metavar="SECONDS",
@@ -751,6 +756,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         gpus = ", ".join(dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()]))
         print(f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus}).")
         return
+    if args.only_stale:
+        gpu = (
+            measurements.PRIMARY_GPU
+            if interpreted()
+            else measurements.gpu_slug(torch.cuda.get_device_name())
+        )
+        chosen = [name for name in chosen if _refusal(name, specs, gpu) is not None]
+        print(f"Missing or stale on the {gpu}: {' '.join(chosen) or 'none'}", flush=True)
     index, count = 1, 1
     if args.shard:
         try:
@@ -765,7 +778,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error("--gpus all picks the shards itself; leave out --shard")
         gpus = shards.visible_gpus()
         print(f"Measuring {len(gpus)} shard(s), one per GPU: {', '.join(gpus)}", flush=True)
-        extra = [*args.names, *(["--budget", str(args.budget)] if args.budget else [])]
+        extra = [
+            *args.names,
+            *(["--budget", str(args.budget)] if args.budget else []),
+            *(["--only-stale"] if args.only_stale else []),
+        ]
         codes = shards.run_on_gpus(gpus, lambda i, n: shards.shard_command(i, n, extra))
         failed = [f"{i}/{len(codes)}" for i, code in enumerate(codes, start=1) if code]
         if failed:

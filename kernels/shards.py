@@ -7,7 +7,6 @@ benchmark took to measure the last time, as its record says (``timing.measured_s
 benchmark whose record does not say counts as the mean of those that do.
 """
 
-import math
 import os
 import subprocess
 import sys
@@ -89,7 +88,8 @@ def plan(
 def imbalance(shards: Sequence[Shard]) -> float:
     """The longest shard's time over the mean shard's (1.0 is perfectly balanced)."""
     mean = sum(shard.seconds for shard in shards) / len(shards)
-    return max(shard.seconds for shard in shards) / mean if mean else math.inf
+    # No work at all is as balanced as it gets.
+    return max(shard.seconds for shard in shards) / mean if mean else 1.0
 
 
 def describe(shards: Sequence[Shard], only: int | None = None) -> str:

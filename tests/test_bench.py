@@ -554,3 +554,21 @@ def test_call_time_asks_do_bench_for_the_median_which_is_not_its_default(
     monkeypatch.setattr(triton.testing, "do_bench", do_bench)
     assert bench.timing.call_time_ms(lambda: None) == 1.5
     assert asked["return_mode"] == "median"
+
+
+def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path: Path) -> None:
+    course = _copy_of_the_course(tmp_path)
+    module = course / "kernels" / "vector_add.py"
+    module.write_text(
+        module.read_text(encoding="utf-8").replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"),
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels.bench", "--only-stale", "--list"],
+        capture_output=True, text=True, timeout=300, cwd=course,
+        env={"PATH": "", "PYTHONPATH": str(course), "NINJA_GAP_COMMIT": "test"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stale = f"Missing or stale on the {PRIMARY}: vector_add vector_add_fp16 launch_overhead"
+    assert stale in result.stdout
+    assert "(0 of 3 timed before): vector_add vector_add_fp16 launch_overhead" in result.stdout
