@@ -108,3 +108,19 @@ def tabs_html(benchmark: str, tabs: list[GpuTab]) -> str:
         ]
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def current_records(gpu: str) -> dict[str, Measurement]:
+    """Every rate record of ``gpu`` that a build may draw, by benchmark name. A stale or
+    malformed one fails, as on a page; a draft build leaves it out and says why."""
+    found = {}
+    for name, spec in bench.discover().items():
+        if name not in measurements.recorded_benchmarks(gpu):
+            continue
+        try:
+            found[name] = bench.load_current(spec, gpu)
+        except MeasurementError as error:
+            if not bench.draft():
+                raise
+            print(f"Draft build: {gpu} left out: {error}")
+    return found

@@ -263,6 +263,44 @@ def _results_table(
     return ResultTable(caption, header, rows, notes, sizes)
 
 
+def gpu_comparison(first: str, second: str) -> ResultTable:
+    """Each benchmark with a current record on both GPUs (folders such as ``h100`` and
+    ``h200``): at its largest size, Triton's rate on each, the second over the first, and
+    the same ratio for the two runs' ceilings. A kernel limited by the memory keeps pace
+    with the memory: its ratio is close to the copy ceilings'. The notes name the
+    benchmarks recorded on one of the two only."""
+    ours, theirs = other_gpus.current_records(first), other_gpus.current_records(second)
+    both = [name for name in ours if name in theirs]
+    caption = [
+        _("Triton's rate at each benchmark's largest size on the {first} and on the "
+          "{second}, the second divided by the first, and the same for the ceilings "
+          "measured in the two runs.").format(first=first.upper(), second=second.upper())
+    ]  # fmt: skip
+    header = [_("benchmark"), _("size"), first.upper(), second.upper(), "Triton",
+              _("ceiling")]  # fmt: skip
+    rows = []
+    for name in both:
+        a, b = ours[name], theirs[name]
+        rate_a, rate_b = a.series["Triton"][-1], b.series["Triton"][-1]
+        if rate_a is None or rate_b is None:
+            continue  # Triton has a rate at every size of a current record
+        rows.append([
+            name, number(f"{a.x[-1]:,}"), number(f"{rate_a:,.0f} {a.metric}"),
+            number(f"{rate_b:,.0f} {b.metric}"), number(f"{rate_b / rate_a:.2f}x"),
+            number(f"{b.ceiling.value / a.ceiling.value:.2f}x"),
+        ])  # fmt: skip
+    notes = []
+    for gpu, names in ((first, sorted(set(ours) - set(theirs))),
+                       (second, sorted(set(theirs) - set(ours)))):  # fmt: skip
+        if names:
+            notes.append(
+                _("Recorded on the {gpu} only: {names}.").format(
+                    gpu=gpu.upper(), names=", ".join(names)
+                )
+            )
+    return ResultTable(caption, header, rows, notes)
+
+
 def size_list(sizes: list[int]) -> str:
     """Sizes as a phrase: ``4,096``, ``4,096 and 8,192``, ``4,096, 8,192 and 16,384``."""
     names = [number(f"{size:,}") for size in sizes]

@@ -8,7 +8,7 @@ import pytest
 from records import records_folder
 
 from kernels import bench, measurements, vector_add
-from kernels.report import results_table
+from kernels.report import gpu_comparison, results_table
 
 COMMITTED = measurements.MEASUREMENTS_ROOT
 
@@ -63,3 +63,17 @@ def test_a_stale_record_of_another_gpu_fails_the_build_and_a_draft_leaves_it_out
         results_table(primary)
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
     assert results_table(primary).beside == []
+
+
+def test_two_gpus_are_compared_where_both_have_a_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    other = _with_a_second_gpu(monkeypatch, tmp_path, "NVIDIA H200")
+    table = gpu_comparison(measurements.PRIMARY_GPU, "h200")
+    assert [row[0] for row in table.rows] == ["vector_add"]
+    assert table.rows[0][-2:] == ["1.00x", "1.00x"]  # the same record on both
+    assert table.notes == []
+    (other / "vector_add.json").unlink()
+    table = gpu_comparison(measurements.PRIMARY_GPU, "h200")
+    assert table.rows == []
+    assert table.notes == [f"Recorded on the {measurements.PRIMARY_GPU.upper()} only: vector_add."]
