@@ -64,6 +64,9 @@ PRIMARY_GPU = "h100"
 # memory's size and kind, the SXM form factor (PCIe and NVL boards keep their word: their
 # clocks and memory differ from the SXM board's).
 _NOT_THE_MODEL = re.compile(r"nvidia|geforce|\d+gb|hbm\d*e?|sxm\d*")
+# What a device name may hold (CUDA's names are letters, digits, spaces and a little
+# punctuation): anything else, such as markup, is no GPU's name.
+_DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._()/-]*")
 # What a GPU folder's name looks like: lower-case words of letters and digits, joined by "-".
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -265,7 +268,7 @@ def gpu_slug(device_name: str) -> str:
         for word in re.split(r"[^a-z0-9]+", device_name.lower())
         if word and not _NOT_THE_MODEL.fullmatch(word)
     ]
-    if not words:
+    if not words or not _DEVICE_NAME.fullmatch(device_name):
         raise MeasurementError(f"cannot name a records folder after the GPU {device_name!r}")
     return "-".join(words)
 

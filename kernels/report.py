@@ -127,7 +127,7 @@ def results_table(
     goal under the table says where it was met and where missed. A note follows when a
     same-size copy beat the ceiling by more than run-to-run noise.
 
-    Under the primary GPU's record (or a draft's placeholder for it), the table also
+    Under the primary GPU's record, the table also
     carries the other GPUs' current records of the benchmark, each with its own figure
     and this same table, shown as tabs.
     """
@@ -149,8 +149,9 @@ def results_table(
 
 
 def _of_the_primary_gpu(measurement: Measurement) -> bool:
+    # A draft's placeholder stands for no GPU's record: its page shows no tabs either.
     if measurement.placeholder:
-        return True
+        return False
     return measurements.gpu_slug(measurement.environment["gpu"]) == measurements.PRIMARY_GPU
 
 

@@ -396,3 +396,14 @@ def test_a_record_is_saved_in_its_own_gpus_folder_and_read_from_there_only(
         r"h100 .* belongs in .*rtx-4090",
     ):
         measurements.load("vector_add")
+
+
+def test_a_record_whose_gpu_name_holds_markup_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = records_folder(monkeypatch, tmp_path)
+    doc = sample_doc()
+    doc["environment"]["gpu"] = "NVIDIA H200<script>"
+    (folder / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(measurements.MeasurementError, match="cannot name a records folder"):
+        measurements.load("vector_add")
