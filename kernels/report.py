@@ -204,8 +204,12 @@ def _results_table(
         times = number(f"{baseline_goal:.2f}x")
         name = _("Baseline goal ({target})").format(target=times)
         goals.append((name, _("goal {target}").format(target=times), "vs_best", baseline_goal))
-        target = (_("at least {ratio} {against}'s rate") if against
-                  else _("at least {ratio} the faster baseline's rate"))  # fmt: skip
+        if against:
+            target = _("at least {ratio} {against}'s rate")
+        elif len(measurement.baselines) <= 2:
+            target = _("at least {ratio} the faster baseline's rate")
+        else:  # the fastest of three or more, as the ratio's column says
+            target = _("at least {ratio} the fastest baseline's rate")
         targets.append(target.format(ratio=times, against=against))
     if goals:
         if len(goals) > 1:

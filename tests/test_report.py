@@ -104,3 +104,14 @@ def test_a_neighbour_table_sets_each_size_beside_the_aligned_size_one_away() -> 
     assert table.header[:3] == ["N", "one away", "PyTorch"]
     assert neighbour_table(placeholder(vector_add.BENCHMARK, "no record"), aligned,
                            ("Triton",)).rows == []  # fmt: skip
+
+
+def test_a_goal_against_three_baselines_names_the_fastest_as_its_column_does() -> None:
+    # Before: the goal line said "the faster baseline's rate" where the ratio was to the
+    # fastest of three.
+    series = {"Triton": [3600.0] * 5, "PyTorch": [3500.0] * 5, "torch.compile": [3400.0] * 5,
+              "Liger": [3300.0] * 5}  # fmt: skip
+    table = results_table(sample(series=series, call_series=series), min_work=0,
+                          baseline_goal=1.0)  # fmt: skip
+    assert "fastest baseline" in table.header
+    assert table.caption[2].startswith("Goal: at least 1.00x the fastest baseline's rate;")
