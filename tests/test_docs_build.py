@@ -275,3 +275,11 @@ def test_lesson_code_leaves_out_cell_options() -> None:
         "```{code-cell} python\n---\nmystnb:\n  image:\n    alt: a map\n---\nimport b\n```\n"
     )
     assert lesson_code(page).split() == ["import", "a", "import", "b"]
+
+
+def test_every_page_names_an_icon_that_the_site_holds(docs_build: DocsBuild) -> None:
+    # Before: no icon, and a served site answered the browser's /favicon.ico with a 404.
+    for name in ("docs/index.html", "docs/examples/plot_01_vector_add.html"):
+        icon = re.search(r'<link rel="icon" href="([^"]+)"', docs_build.page(name))
+        assert icon, name
+        assert ((docs_build.html / name).parent / icon.group(1)).resolve().is_file()
