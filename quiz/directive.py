@@ -68,12 +68,14 @@ def bank_to_rst(bank: Bank, name: str) -> tuple[str, list[str]]:
         options = question.shuffled_options()  # the bank allows no more than there are letters
         for letter, option in zip(LETTERS[: len(options)], options, strict=True):
             verdict = _("Correct.") if option.correct else _("Not quite.")
+            # The class styles right and wrong apart (ninja-gap.css), besides the word.
+            kind = "quiz-right" if option.correct else "quiz-wrong"
             body.append(
                 f".. dropdown:: {letter}. {token(option.text)}\n"
                 f"   :class-container: quiz-option\n\n"
                 # no-search: Sphinx leaves the verdict out of its search index, and
                 # quiz-search.js out of the quotes under search results.
-                f"   .. container:: quiz-verdict no-search\n\n"
+                f"   .. container:: quiz-verdict {kind} no-search\n\n"
                 f"      **{escape(verdict)}** {token(option.why)}\n"
             )
         blocks.append(

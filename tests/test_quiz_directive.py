@@ -97,7 +97,10 @@ def test_verdicts_stay_out_of_the_search_index(tmp_path: Path) -> None:
     for word in ("correct", "quit", "bake", "ordinari", "count"):
         assert f'"{word}"' not in index, word
     html = (tmp_path / "_out" / "index.html").read_text(encoding="utf-8")
-    assert html.count('class="quiz-verdict no-search docutils container"') == 5
+    right = html.count('class="quiz-verdict quiz-right no-search docutils container"')
+    wrong = html.count('class="quiz-verdict quiz-wrong no-search docutils container"')
+    # Each verdict styled as right or wrong (before, the two looked the same).
+    assert (right, right + wrong) == (BANK.count("correct: true"), 5)
 
 
 def test_malformed_bank_fails_the_build_naming_file_and_question(tmp_path: Path) -> None:
