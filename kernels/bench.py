@@ -90,7 +90,7 @@ class CheckResult:
     def __str__(self) -> str:
         dtype = str(self.dtype).removeprefix("torch.")
         return (
-            f"{self.provider} {self.benchmark}, {self.x_name}={self.size:,}, {dtype}: "
+            f"{self.provider} {self.benchmark}, {self.x_name} = {self.size:,}, {dtype}: "
             f"relative error {self.relative_error:.1e} <= {self.tolerance:.0e}: OK"
         )
 

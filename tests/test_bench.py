@@ -30,7 +30,7 @@ cpu_path = pytest.mark.skipif(not interpreted(), reason="covers the path taken w
 def test_check_passes_the_kernel_and_reports_its_error() -> None:
     result = bench.check(vector_add.BENCHMARK, 1025)
     assert result.relative_error <= result.tolerance == bench.RELATIVE_TOLERANCE[torch.float32]
-    assert str(result).startswith("Triton vector_add, N=1,025, float32: relative error")
+    assert str(result).startswith("Triton vector_add, N = 1,025, float32: relative error")
     assert str(result).endswith("OK")
 
 

@@ -116,7 +116,7 @@ def test_gallery_page_has_its_figure_and_provenance(docs_build: DocsBuild) -> No
     body = text_of(html)
     # The kernel is shown from its module, and the check ran and printed.
     assert "def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in body
-    assert "Triton vector_add, N=98,432, bfloat16: relative error" in body
+    assert "Triton vector_add, N = 98,432, bfloat16: relative error" in body
 
 
 # Which page draws how many figures and shows which quiz, read from the scripts.
