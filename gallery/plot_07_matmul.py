@@ -337,12 +337,12 @@ set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: _candidates
 #
-# The candidates are ranked by their time on the GPU alone. Triton's default timer,
-# ``triton.testing.do_bench``, records an event before and after each call; a 1024 x
-# 1024 product runs for a few microseconds, less than its launch from Python takes, so
-# between the events the GPU mostly waits for the host, and the ranking follows the
-# host's noise. ``candidate_gpu_time`` replays a CUDA graph of many calls instead, in
-# which no Python runs:
+# The candidates are ranked by their time on the GPU alone. With Triton's default timer,
+# ``triton.testing.do_bench``, which records an event before and after each call, two
+# H200 builds of the same code chose different configurations for the 1024 x 1024
+# product, one of them far slower than cuBLAS; what made the two rankings differ was
+# not measured. ``candidate_gpu_time`` replays a CUDA graph of many calls instead, in
+# which no Python runs between the kernels:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: candidate_gpu_time

@@ -374,13 +374,11 @@ def candidate_gpu_time(kernel_call: Callable[[], None], quantiles: list[float]) 
     """How autotune times a candidate configuration: replays of a CUDA graph of many
     calls (``triton.testing.do_bench_cudagraph``), so the time is the GPU's alone.
 
-    Triton's default, ``do_bench``, puts events around each call. A small product's
-    kernel (a few microseconds at 1024 x 1024) is shorter than its launch from Python
-    (the pre-hook, three descriptors encoded), so between the events the GPU mostly
-    waits for the host, and the candidates are ranked by the host's noise: two H200
-    builds of the same code chose different configurations for the 1024 x 1024
-    product, one of them far slower than cuBLAS. A replay leaves the host out. It does
-    not flush the L2 between calls, which the candidates share alike."""
+    With Triton's default, ``do_bench`` (events around each call), two H200 builds of
+    the same code chose different configurations for the 1024 x 1024 product, one of
+    them far slower than cuBLAS; the cause was not measured. A replay has no Python
+    between the kernels, so the host's launch is not in the time. It does not flush the
+    L2 between calls, which the candidates share alike."""
     return triton.testing.do_bench_cudagraph(kernel_call, rep=TUNING_REP_MS, quantiles=quantiles)
 
 
