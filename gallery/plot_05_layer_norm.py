@@ -42,10 +42,11 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # it. That is the *two-pass* way to a variance; both passes run over registers, so the
 # row is still read from memory once. The one-pass formula ``mean(x**2) - mean(x)**2``
 # could sum ``x`` and ``x**2`` together, but it subtracts two large, nearly equal numbers when
-# the mean is large next to the spread, and loses precision. (A kernel that cannot hold
-# the whole row can use *Welford's algorithm* instead: it walks the row once, updating a
-# running mean and a running sum of squared differences from it as values arrive. This
-# kernel holds the row, so it does not need it.)
+# the mean is large next to the spread, and loses precision. (A kernel that does not
+# hold the whole row can use *Welford's algorithm* instead: it walks the row once,
+# updating a running mean and a running sum of squared differences from it as values
+# arrive. This kernel holds the row; the launcher's second forward kernel, below, walks
+# it.)
 #
 # Three details:
 #
@@ -80,6 +81,21 @@ backward pass runs too, and it moves more bytes than the forward pass.
 #
 # .. literalinclude:: /kernels/layer_norm.py
 #    :pyobject: forward_launch
+#
+# Rows of 5120 or 7168 values are not a power of two: in one tile they would be padded
+# to 8192 lanes, and the registers of the padding would carry nothing. Rows like them,
+# a multiple of ``FORWARD_CHUNK`` values and at least four times it, go to a kernel that
+# walks the row in chunks instead, twice: the first pass keeps, in each lane, a running
+# mean and sum of squared differences (Welford's update), and merges the lanes at the
+# end (the form of the update by Chan and others for groups of values); the second pass
+# reads the row again, from the L2 cache, and writes the output:
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :start-at: # Rows whose length is not a power of two but a multiple of this many
+#    :end-at: FORWARD_CHUNK =
+#
+# .. literalinclude:: /kernels/layer_norm.py
+#    :pyobject: layer_norm_forward_chunked_kernel
 #
 # The backward kernel
 # -------------------
@@ -294,13 +310,15 @@ table
 #    and reading the row twice as the RMSNorm kernel does did not close the gap in
 #    sweeps on an H200.
 #
-#    **Choices not yet measured.** Taking short rows several to a program
-#    (``FORWARD_TILE``), leaving out the statistics when no backward pass follows, and
-#    prefetching in the backward kernel (``BACKWARD_PREFETCH``) are choices of the
-#    launcher that have not yet been swept on a GPU. Prefetching has a price in
-#    registers: the next tile's ``x`` and ``dy`` are held, in the input's type, beside
-#    the tile being worked on, which can leave room for fewer programs on a
-#    multiprocessor. The flag keeps both loops so that they can be compared.
+#    **The launcher's choices.** Taking short rows several to a program
+#    (``FORWARD_TILE``), the chunked kernel (``FORWARD_CHUNK``) and prefetching in the
+#    backward kernel (``BACKWARD_PREFETCH``) were chosen by sweeps on an H200; the
+#    comment above each constant in ``kernels/layer_norm.py`` gives what they measured.
+#    Leaving out the statistics when no backward pass follows has not been swept.
+#    Prefetching has a price in registers: the next tile's ``x`` and ``dy`` are held, in
+#    the input's type, beside the tile being worked on, which can leave room for fewer
+#    programs on a multiprocessor. The flag keeps both loops so that they can be
+#    compared.
 #
 # Exercises
 # ---------
