@@ -270,8 +270,8 @@ def _results_table(
 
 def gpu_comparison(first: str, second: str) -> ResultTable:
     """Each benchmark with a current record on both GPUs (folders such as ``h100`` and
-    ``h200``): at its largest size, Triton's rate on each, the second over the first, and
-    the same ratio for the two runs' ceilings. A kernel limited by the memory keeps pace
+    ``h200``): at its largest size (the last column), Triton's rate on each, the second
+    over the first, and the same ratio for the two runs' ceilings. A kernel limited by the memory keeps pace
     with the memory: its ratio is close to the copy ceilings'. The notes name the
     benchmarks recorded on one of the two only."""
     ours, theirs = other_gpus.current_records(first), other_gpus.current_records(second)
@@ -281,18 +281,23 @@ def gpu_comparison(first: str, second: str) -> ResultTable:
           "{second}, the second divided by the first, and the same for the ceilings "
           "measured in the two runs.").format(first=first.upper(), second=second.upper())
     ]  # fmt: skip
-    header = [_("benchmark"), _("size"), first.upper(), second.upper(), "Triton",
-              _("ceiling")]  # fmt: skip
+    # One unit for the whole table goes in the headings, to keep the table narrow.
+    metrics = {ours[name].metric for name in both}
+    unit = f" {metrics.pop()}" if len(metrics) == 1 else ""
+    # The ratios, the point of the table, before the size, which a narrow column may hide.
+    header = [_("benchmark"), first.upper() + unit, second.upper() + unit, "Triton",
+              _("ceiling"), _("size")]  # fmt: skip
     rows = []
     for name in both:
         a, b = ours[name], theirs[name]
         rate_a, rate_b = a.series["Triton"][-1], b.series["Triton"][-1]
         if rate_a is None or rate_b is None:
             continue  # Triton has a rate at every size of a current record
+        own = "" if unit else f" {a.metric}"
         rows.append([
-            name, number(f"{a.x[-1]:,}"), number(f"{rate_a:,.0f} {a.metric}"),
-            number(f"{rate_b:,.0f} {b.metric}"), number(f"{rate_b / rate_a:.2f}x"),
-            number(f"{b.ceiling.value / a.ceiling.value:.2f}x"),
+            name, number(f"{rate_a:,.0f}{own}"), number(f"{rate_b:,.0f}{own}"),
+            number(f"{rate_b / rate_a:.2f}x"),
+            number(f"{b.ceiling.value / a.ceiling.value:.2f}x"), number(f"{a.x[-1]:,}"),
         ])  # fmt: skip
     notes = []
     for gpu, names in ((first, sorted(set(ours) - set(theirs))),
