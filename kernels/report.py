@@ -271,9 +271,9 @@ def _results_table(
 def gpu_comparison(first: str, second: str) -> ResultTable:
     """Each benchmark with a current record on both GPUs (folders such as ``h100`` and
     ``h200``): at its largest size (the last column), Triton's rate on each, the second
-    over the first, and the same ratio for the two runs' ceilings. A kernel limited by the memory keeps pace
-    with the memory: its ratio is close to the copy ceilings'. The notes name the
-    benchmarks recorded on one of the two only."""
+    over the first, and the same ratio for the two runs' ceilings. A kernel limited by
+    the memory keeps pace with the memory: its ratio is close to the copy ceilings'. The
+    notes name the benchmarks recorded on one of the two only."""
     ours, theirs = other_gpus.current_records(first), other_gpus.current_records(second)
     both = [name for name in ours if name in theirs]
     caption = [
