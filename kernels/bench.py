@@ -49,6 +49,9 @@ from .spec import BenchmarkSpec, Output, ProviderUnavailable
 # bits: 0.0005); for float32 (24 bits: 6e-8) room for what sums over long rows gather.
 RELATIVE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-5}
 
+# The module that times the launch_overhead record (it has no spec of its own), under
+# the package's name in a clone (kernels) or installed (ninja_gap.kernels).
+LAUNCH_MODULE = f"{__package__}.launch_cost"
 # Set to 1 by ``nox -s docs -- --draft``: a benchmark with no record, or a stale one,
 # is drawn as a labelled placeholder instead of failing the build.
 DRAFT_VARIABLE = "NINJA_GAP_DRAFT"
@@ -617,7 +620,7 @@ def records_of(modules: Collection[str]) -> set[str]:
     draw: those of the benchmarks the modules declare, and launch_overhead for the module
     that times it."""
     names = {spec.name for spec in discover().values() if spec.module in modules}
-    if f"{__package__}.launch_cost" in modules:
+    if LAUNCH_MODULE in modules:
         names.add(LAUNCH_OVERHEAD)
     return names
 
@@ -655,8 +658,7 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
         f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/" for path in
         sorted(root.glob("*.json"))
     ]  # fmt: skip
-    gpus = [measurements.PRIMARY_GPU, *measurements.recorded_gpus()]
-    for gpu in dict.fromkeys(gpus):
+    for gpu in measurements.known_gpus():
         here = set(measurements.recorded_benchmarks(gpu))
         for name in names:
             if (name in here or gpu == measurements.PRIMARY_GPU) and (
@@ -673,8 +675,7 @@ def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
     balanced by how long the primary GPU's records took to measure."""
     specs = discover()
     modules = {
-        name: shards.LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module
-        for name in names
+        name: LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module for name in names
     }
     return shards.plan(modules, count, {name: shards.measured_seconds(name) for name in names})
 
@@ -753,7 +754,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(line)
         if problems:
             parser.exit(1, f"Records that cannot be drawn: {len(problems)}\n")
-        gpus = ", ".join(dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()]))
+        gpus = ", ".join(measurements.known_gpus())
         print(f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus}).")
         return
     if args.only_stale:

@@ -301,6 +301,12 @@ def recorded_gpus() -> list[str]:
     return sorted(found, key=lambda gpu: gpu != PRIMARY_GPU)
 
 
+def known_gpus() -> list[str]:
+    """The primary GPU, which must have every record even before its folder exists, and
+    every other GPU that has a records folder."""
+    return list(dict.fromkeys([PRIMARY_GPU, *recorded_gpus()]))
+
+
 def _positive_number(value: Any) -> bool:
     return (
         isinstance(value, int | float)

@@ -19,6 +19,7 @@ from . import bench, measurements
 from .measurements import Measurement, MeasurementError
 from .messages import _
 from .plotting import caption_of, plot_measurement
+from .spec import BenchmarkSpec
 
 # The resolution of a tab's figure: sharp on a high-density screen, about 60 KB a figure.
 DPI = 150
@@ -44,19 +45,23 @@ def records_beside(measurement: Measurement) -> list[Measurement]:
     spec = bench.discover().get(measurement.benchmark)
     if spec is None:
         return []
-    found = []
-    for gpu in measurements.recorded_gpus():
-        if gpu == measurements.PRIMARY_GPU or spec.name not in measurements.recorded_benchmarks(
-            gpu
-        ):
-            continue
-        try:
-            found.append(bench.load_current(spec, gpu))
-        except MeasurementError as error:
-            if not bench.draft():
-                raise
-            print(f"Draft build: no {gpu} tab: {error}")
-    return found
+    others = [gpu for gpu in measurements.recorded_gpus() if gpu != measurements.PRIMARY_GPU]
+    found = (_drawable(spec, gpu) for gpu in others)
+    return [record for record in found if record is not None]
+
+
+def _drawable(spec: BenchmarkSpec, gpu: str) -> Measurement | None:
+    # ``gpu``'s current record of ``spec``, or None when it has none. One that is stale,
+    # malformed or unlike its spec fails the build; a draft build leaves it out.
+    if spec.name not in measurements.recorded_benchmarks(gpu):
+        return None
+    try:
+        return bench.load_current(spec, gpu)
+    except MeasurementError as error:
+        if not bench.draft():
+            raise
+        print(f"Draft build: the {gpu}'s record is left out: {error}")
+        return None
 
 
 def tab_of(record: Measurement, table_html: str) -> GpuTab:
@@ -113,14 +118,5 @@ def tabs_html(benchmark: str, tabs: list[GpuTab]) -> str:
 def current_records(gpu: str) -> dict[str, Measurement]:
     """Every rate record of ``gpu`` that a build may draw, by benchmark name. A stale or
     malformed one fails, as on a page; a draft build leaves it out and says why."""
-    found = {}
-    for name, spec in bench.discover().items():
-        if name not in measurements.recorded_benchmarks(gpu):
-            continue
-        try:
-            found[name] = bench.load_current(spec, gpu)
-        except MeasurementError as error:
-            if not bench.draft():
-                raise
-            print(f"Draft build: {gpu} left out: {error}")
-    return found
+    found = {name: _drawable(spec, gpu) for name, spec in bench.discover().items()}
+    return {name: record for name, record in found.items() if record is not None}

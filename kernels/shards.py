@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from . import measurements
 from .measurements import MeasurementError
 
-# The module that the launch_overhead record times (it has no spec of its own).
-LAUNCH_MODULE = "kernels.launch_cost"
-
 
 @dataclass(frozen=True)
 class Shard:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = bench.discover()
 NAMES = [*SPECS, LAUNCH_OVERHEAD]
 # Each benchmark's kernel module; launch_overhead's is the module that times it.
-MODULES = {name: SPECS[name].module if name in SPECS else shards.LAUNCH_MODULE for name in NAMES}
+MODULES = {name: SPECS[name].module if name in SPECS else bench.LAUNCH_MODULE for name in NAMES}
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 6, 8, 20])

@@ -109,7 +109,7 @@ def dependencies(code: str) -> list[Path]:
     modules = fingerprint.closure(fingerprint.imported_modules(code))
     paths = [fingerprint.module_path(module) for module in modules]
     # Every GPU's record: a page shows the other GPUs' beside the primary's.
-    gpus = dict.fromkeys([measurements.PRIMARY_GPU, *measurements.recorded_gpus()])
+    gpus = measurements.known_gpus()
     paths += [
         measurements.path_for(name, gpu)
         for name in sorted(_records_read(code, modules))
