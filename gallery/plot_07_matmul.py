@@ -133,16 +133,30 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # of programs, one or two per SM, each computing every ``PROGRAMS``-th tile in turn,
 # instead of one program per tile. With one program per tile, the tiles come in
 # *waves* of as many programs as the SMs hold at once; when the count of tiles is not a
-# multiple of that, the last wave leaves most SMs idle. A persistent program's share
-# differs from another's by at most one tile, and ``flatten=True`` lets Triton start
-# loading a tile's first steps while the previous tile's result is still being stored:
+# multiple of that, the last wave leaves most SMs idle. ``flatten=True`` lets Triton
+# start loading a tile's first steps while the previous tile's result is still being
+# stored.
+#
+# Being persistent does not by itself cure the idle last wave: with one large tile per
+# SM at a time, 3072 x 3072 in tiles of 128 x 256 is 288 tiles, two full rounds on an
+# H100's 132 SMs and 24 tiles in a third, which takes as long as a full one. So the
+# kernel cuts each tile of that last round along K into a few pieces, each a unit of
+# work of its own: more SMs share the last round, and it is shorter. Each piece writes
+# its partial sum to memory and counts itself in with an atomic add; the piece that
+# arrives last adds up all the partial sums, in the order of the pieces (the result
+# does not depend on which piece came last), applies the epilogue and stores the tile.
+# This is the tail of the *stream-K* idea (Osama et al., 2023), which spreads all of
+# the work along K evenly over the SMs:
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul_tma_persistent_kernel
 #
 # .. literalinclude:: /kernels/matmul.py
+#    :pyobject: _add_up_pieces
+#
+# .. literalinclude:: /kernels/matmul.py
 #    :start-at: # Outputs of at least this many values take the persistent kernel
-#    :end-at: PROGRAMS_PER_SM =
+#    :end-at: MAX_SPLIT =
 #
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: matmul

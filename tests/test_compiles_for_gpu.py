@@ -170,14 +170,18 @@ def test_the_persistent_matmul_compiles(flatten: bool, c_descriptor: bool) -> No
     c = "tensordesc<bf16[128, 128]>" if c_descriptor else "*bf16"
     signature = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
                  "c": c, "M": "i32", "N": "i32", "K": "i32", "M_BUCKET": "i32",
-                 "stride_cm": "i32"}  # fmt: skip
+                 "stride_cm": "i32", "partials": "*fp32", "counters": "*i32",
+                 "max_split": "i32"}  # fmt: skip
     options = {"ACTIVATION": "none", "A_TRANSPOSED": False, "B_TRANSPOSED": False,
-               "DTYPE": tl.bfloat16, "C_DESCRIPTOR": c_descriptor, "PROGRAMS": 132,
-               "FLATTEN": flatten, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64,
-               "GROUP_M": 8}  # fmt: skip
+               "DTYPE": tl.bfloat16, "C_DESCRIPTOR": c_descriptor, "PROGRAMS": 264,
+               "SLOTS": 132, "FLATTEN": flatten, "BLOCK_M": 128, "BLOCK_N": 128,
+               "BLOCK_K": 64, "GROUP_M": 8}  # fmt: skip
     ptx = ptx_of("kernels.matmul:matmul_tma_persistent_kernel", signature, options, (),
                  num_warps=8)  # fmt: skip
     assert "wgmma" in ptx and "cp.async.bulk.tensor" in ptx
+    # The pieces of a split tile count their arrivals with an atomic that orders the
+    # partial sums written before it (release) and read after it (acquire).
+    assert re.search(r"atom\.global\.gpu\.acq_rel\.add", ptx)
     # The store of C: a bulk tensor copy from shared memory, or plain 2-byte stores.
     assert ("cp.async.bulk.tensor.2d.global.shared" in ptx) == c_descriptor
     assert bool(re.search(r"st\.global\.b16", ptx)) == (not c_descriptor)

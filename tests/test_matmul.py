@@ -452,6 +452,45 @@ def test_the_persistent_kernel_gives_the_product(
     assert matmul.tuned_matmul_tma_persistent_kernel.cache
 
 
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["a@b", "a@w.t()"])
+@pytest.mark.parametrize("k", [128, 104], ids=["k-whole-steps", "k-partial-step"])
+def test_the_last_round_s_tiles_are_split_along_k_and_added_up(
+    k: int, b_transposed: bool, monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    # 48 x 48 in tiles of 16 x 16 is 9 tiles on the interpreter's 4 slots: two full
+    # rounds and 1 tile left, split into 4 pieces of one step along K each (the last
+    # piece partly past K when K = 104).
+    monkeypatch.setattr(matmul, "PERSISTENT_MIN_OUTPUT", 0)
+    monkeypatch.setattr(matmul, "_SPLIT_BUFFERS", {})
+    partials, counters, max_split = matmul.tail_split_args(DEVICE, matmul.INTERPRETER_SLOTS)
+    assert max_split == matmul.MAX_SPLIT == 4
+    partials.fill_(float("nan"))
+    a = randn(48, k, dtype=torch.float16, seed=3)
+    w = randn(48, k, dtype=torch.float16, seed=4)
+    b = w.t() if b_transposed else w.t().contiguous()
+    for _ in range(2):  # the second call goes through the plan, with the same buffers
+        out = matmul.matmul(a, b, "relu")
+        assert_close_to_float64(out, torch.relu(a.double() @ b.double()), torch.float16)
+        # The four pieces wrote their partial sums (a 16 x 16 tile each), nothing more,
+        # and the counter of the split tile is back to zero for the next call.
+        written = torch.isfinite(partials.view(-1, 16 * 16)).all(dim=1)
+        assert written.nonzero().flatten().tolist() == [0, 1, 2, 3]
+        assert not counters.any()
+
+
+def test_with_max_split_one_no_tile_is_split(
+    monkeypatch: pytest.MonkeyPatch, fresh_autotune_cache
+) -> None:
+    monkeypatch.setattr(matmul, "PERSISTENT_MIN_OUTPUT", 0)
+    monkeypatch.setattr(matmul, "_SPLIT_BUFFERS", {})
+    monkeypatch.setattr(matmul, "MAX_SPLIT", 1)
+    partials, _, _ = matmul.tail_split_args(DEVICE, matmul.INTERPRETER_SLOTS)
+    partials.fill_(float("nan"))
+    a, b = randn(48, 64, dtype=torch.float16, seed=5), randn(64, 48, dtype=torch.float16)
+    assert_close_to_float64(matmul.matmul(a, b), a.double() @ b.double(), torch.float16)
+    assert partials.isnan().all()
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.dtype) -> None:
     # Autograd's backward thread was such a thread: on the H200 its first TMA launch
