@@ -228,26 +228,29 @@ def _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION: tl.constex
 
 
 @triton.jit
-def _add_up_pieces(acc, partials, counters, tail_tile, piece_slot, split,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+def _add_up_pieces(acc, partials, counters, tail_tile, piece_slot, split, c, tile_m, tile_n,
+                   M, N, stride_cm, ACTIVATION: tl.constexpr, DTYPE: tl.constexpr,
+                   C_DESCRIPTOR: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):  # fmt: skip
     # One piece of a split tile: its partial sum goes to memory, and the piece that
     # arrives last adds up all of them, in the order of the pieces (so that the result
-    # does not depend on which came last), and resets the tile's counter for the next
-    # call. Returns whether this piece was the last, and the whole sum if it was.
+    # does not depend on which came last), stores the tile and resets the tile's counter
+    # for the next call. The sum is gathered into acc itself, whose own partial is in
+    # memory by then: a second tile of float32 would not fit in the registers beside it.
     cells = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tile_cells = BLOCK_M * BLOCK_N
     tl.store(partials + piece_slot.to(tl.int64) * tile_cells + cells, acc, cache_modifier=".cg")
     # Every thread's part of the partial is written before the count says it is there.
     tl.debug_barrier()
     arrived = tl.atomic_add(counters + tail_tile, 1, sem="acq_rel", scope="gpu")
-    last = arrived == split - 1
-    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if last:
+    if arrived == split - 1:
         first = (piece_slot - piece_slot % split).to(tl.int64)
-        for piece in range(0, split):
-            total += tl.load(partials + (first + piece) * tile_cells + cells, cache_modifier=".cg")
+        acc = tl.load(partials + first * tile_cells + cells, cache_modifier=".cg")
+        for piece in range(1, split):
+            acc += tl.load(partials + (first + piece) * tile_cells + cells, cache_modifier=".cg")
         tl.atomic_xchg(counters + tail_tile, 0)
-    return last, total
+        _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION, DTYPE, C_DESCRIPTOR,
+                     BLOCK_M, BLOCK_N)  # fmt: skip
 
 
 @triton.jit
@@ -315,11 +318,9 @@ def matmul_tma_persistent_kernel(
             _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION, DTYPE,
                          C_DESCRIPTOR, BLOCK_M, BLOCK_N)  # fmt: skip
         else:
-            last, total = _add_up_pieces(acc, partials, counters, tile - whole, piece_slot,
-                                         split, BLOCK_M, BLOCK_N)  # fmt: skip
-            if last:
-                _finish_tile(c, total, tile_m, tile_n, M, N, stride_cm, ACTIVATION, DTYPE,
-                             C_DESCRIPTOR, BLOCK_M, BLOCK_N)  # fmt: skip
+            _add_up_pieces(acc, partials, counters, tile - whole, piece_slot, split, c, tile_m,
+                           tile_n, M, N, stride_cm, ACTIVATION, DTYPE, C_DESCRIPTOR, BLOCK_M,
+                           BLOCK_N)  # fmt: skip
 
 
 @triton.jit
