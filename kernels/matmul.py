@@ -490,11 +490,12 @@ INTERPRETER_SLOTS = 4
 
 # The persistent kernel splits each tile of its last, partial round into at most this
 # many pieces along K (see matmul_tma_persistent_kernel). On an H100 (bf16, kernel time,
-# as a share of cuBLAS in the same run), up to 4 pieces against no split: 3072 cubed
-# 0.76x to 0.81x, 1536 x 6144 x 4096 0.76x to 0.84x, 2000 x 3000 x 4096 0.65x to 0.75x,
-# 5120 cubed 0.92x to 0.96x, 8192 x 1024 x 8192 (w.t()) 0.93x to 0.97x; where the tiles
-# fill whole rounds (squares of 2048, 4096, 6144) within 3%, the run's noise. Up to 8
-# pieces did no better than 4, up to 2 worse.
+# as a share of cuBLAS in the same run, the kernel without the split against this one,
+# two runs each): 3072 cubed 0.78x to 0.80x, 1536 x 6144 x 4096 0.78x to 0.84x, 5120
+# cubed 0.90x to 0.93x. Where the tiles fill whole rounds the extra code can cost a
+# little: 4096 cubed 0.93-0.96x to 0.91-0.92x, 4096 x 11008 x 4096 (w.t()) 0.97-1.01x to
+# 0.91-0.96x. Against no split in an earlier run, 2000 x 3000 x 4096 went from 0.65x to
+# 0.75x; up to 8 pieces did no better than 4, up to 2 worse.
 MAX_SPLIT = 4
 
 # The buffers of split tiles, by (device, stream, slots): room for one float32 partial
