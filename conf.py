@@ -34,6 +34,8 @@ extensions = [
     "quiz",
     # Each lesson's exercises, from kernels/exercises/ (docs/_ext/exercise_pages.py).
     "exercise_pages",
+    # And each page's exercises as a notebook to download (docs/_ext/exercise_notebooks.py).
+    "exercise_notebooks",
     "course_build",
     "downloads",
     "editions",

@@ -125,6 +125,29 @@ def russian_build(docs_build: DocsBuild, tmp_path_factory: pytest.TempPathFactor
     return _shared_build(tmp_path_factory, "russian-site", build)
 
 
+@pytest.fixture(scope="session")
+def installed_course(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The course installed as a reader installs it (``pip install`` of a copy of the
+    clone, without its dependencies, which this environment has) into a folder of its
+    own, once per test run: put it on ``PYTHONPATH`` to run a download outside the clone.
+    (From a copy: building writes build/ and *.egg-info beside the sources.)"""
+
+    def make(folder: Path) -> dict[str, object]:
+        site, source = folder / "site", copy_of_the_course(folder / "source")
+        install = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+             "--no-build-isolation", "--target", str(site), str(source)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        return {"site": str(site), "returncode": install.returncode, "log": install.stderr}
+
+    made = once_per_run(tmp_path_factory, "installed-course", make)
+    assert made["returncode"] == 0, made["log"][-3000:]
+    site = Path(made["site"])
+    assert not (site / "kernels").exists() and not (site / "quiz").exists()
+    return site
+
+
 def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
     """The test ids that hold a memory address (a parameter shown by its ``repr``, such
     as ``<function softmax at 0x7f...>``): they differ from one process to the next, and

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, DocsBuild, copy_of_the_course
+from conftest import ROOT, DocsBuild
 from sphinx.config import Config
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -113,7 +113,7 @@ def test_an_unknown_bank_in_a_download_names_it() -> None:
 
 
 def test_every_downloaded_script_runs_outside_the_clone(
-    docs_build: DocsBuild, tmp_path: Path
+    docs_build: DocsBuild, installed_course: Path, tmp_path: Path
 ) -> None:
     assert docs_build.returncode == 0, docs_build.log[-3000:]
     files = downloads.gallery_downloads(docs_build.html)
@@ -125,17 +125,9 @@ def test_every_downloaded_script_runs_outside_the_clone(
             assert "literalinclude" not in text and "quiz::" not in text, path
     # The course installed from the clone, and nothing of the clone on the path: the
     # script runs in a folder of its own, as a reader's download would.
-    # (from a copy: building writes build/ and *.egg-info beside the sources)
-    site, source = tmp_path / "site", copy_of_the_course(tmp_path / "source")
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(source)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert install.returncode == 0, install.stderr[-3000:]
-    assert not (site / "kernels").exists() and not (site / "quiz").exists()
     # On a GPU the scripts draw the shipped records rather than measure (minutes each).
-    env = {**os.environ, "PYTHONPATH": str(site), "MPLBACKEND": "Agg", "NINJA_GAP_MEASURE": "0"}
+    env = {**os.environ, "PYTHONPATH": str(installed_course), "MPLBACKEND": "Agg",
+           "NINJA_GAP_MEASURE": "0"}  # fmt: skip
     for script in scripts:
         folder = tmp_path / script.stem
         folder.mkdir()

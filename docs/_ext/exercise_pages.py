@@ -16,6 +16,7 @@ hold tokens is parsed, then the texts go in as text, inline code and code blocks
 """
 
 import os
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
@@ -31,12 +33,16 @@ from kernels.exercises.model import translated
 from kernels.messages import _
 from quiz.directive import indent, inline_nodes, parse_skeleton
 
+# The folder of the built site that holds each page's exercises as a notebook
+# (written by ``exercise_notebooks``).
+NOTEBOOK_FOLDER = "exercises"
+
 # The n-th piece of package text in the skeleton: letters and digits, no markup can form.
 _TOKEN = "exercisetext{:06d}x"
 _TOKEN_PATTERN = re.compile(r"exercisetext(\d{6})x")
 
 
-def _kind_label(kind: str) -> str:
+def kind_label(kind: str) -> str:
     """What an exercise of ``kind`` asks, as the page labels it."""
     labels = {
         "plan": _("Write it from a plan"),
@@ -51,11 +57,21 @@ def _paragraphs(text: str) -> list[str]:
     return [part.strip() for part in text.split("\n\n") if part.strip()]
 
 
+def notebook_path(lesson: str) -> str:
+    """Where the notebook of ``lesson``'s exercises is, relative to the site's root."""
+    return f"{NOTEBOOK_FOLDER}/{lesson}.ipynb"
+
+
 class _Skeleton:
     """Collects the texts and code that the tokens of a skeleton stand for."""
 
     def __init__(self) -> None:
         self.pieces: list[tuple[str, str]] = []
+
+    def link(self, text: str, uri: str) -> str:
+        """A token for a link (``text`` shown, pointing at ``uri``)."""
+        self.pieces.append(("link", f"{uri}\n{text}"))
+        return _TOKEN.format(len(self.pieces) - 1)
 
     def text(self, text: str) -> str:
         """A token for inline text (`backticks` become code)."""
@@ -75,7 +91,7 @@ def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
     )
     body = [
         f".. rubric:: {skeleton.text(heading)}",
-        f".. container:: exercise-kind\n\n   {skeleton.text(_kind_label(exercise.kind))}",
+        f".. container:: exercise-kind\n\n   {skeleton.text(kind_label(exercise.kind))}",
         *(skeleton.text(p) for p in _paragraphs(translated(exercise.statement))),
         skeleton.code(exercise.starter),
     ]
@@ -100,8 +116,11 @@ def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
     )
 
 
-def lesson_rst(exercises: tuple[Exercise, ...]) -> tuple[str, list[tuple[str, str]]]:
-    """A lesson's exercises as a skeleton, with the pieces its tokens stand for."""
+def lesson_rst(
+    exercises: tuple[Exercise, ...], notebook_uri: str
+) -> tuple[str, list[tuple[str, str]]]:
+    """A lesson's exercises as a skeleton, with the pieces its tokens stand for;
+    ``notebook_uri`` is the link, from the page, to their notebook."""
     skeleton = _Skeleton()
     intro = skeleton.text(
         _(
@@ -115,9 +134,12 @@ def lesson_rst(exercises: tuple[Exercise, ...]) -> tuple[str, list[tuple[str, st
             "outside the output, or the line of your code where an error happened."
         )
     )
+    download = skeleton.text(_("All of them in a notebook, with a cell that checks each: "))
+    download += skeleton.link(_("download the notebook"), notebook_uri)
+    download += skeleton.text(_(" (it needs Jupyter and the course installed)."))
     blocks = [exercise_rst(item, n, skeleton) for n, item in enumerate(exercises, 1)]
     return (
-        ".. container:: exercises\n\n" + indent("\n\n".join([intro, *blocks]), 3) + "\n",
+        ".. container:: exercises\n\n" + indent("\n\n".join([intro, download, *blocks]), 3) + "\n",
         skeleton.pieces,
     )
 
@@ -138,10 +160,16 @@ def fill_in(tree: nodes.Node, pieces: list[tuple[str, str]]) -> None:
         replacement: list[nodes.Node] = []
         for index, part in enumerate(parts):
             if index % 2:
-                replacement += inline_nodes(pieces[int(part)][1])
+                kind, value = pieces[int(part)]
+                replacement += _link(value) if kind == "link" else inline_nodes(value)
             elif part:
                 replacement.append(nodes.Text(part))
         parent.replace(text_node, replacement)
+
+
+def _link(value: str) -> list[nodes.Node]:
+    uri, text = value.split("\n", 1)
+    return [nodes.reference(text, text, refuri=uri, classes=["exercise-notebook"])]
 
 
 class ExercisesDirective(SphinxDirective):
@@ -164,9 +192,28 @@ class ExercisesDirective(SphinxDirective):
             exercises = lesson_exercises(lesson)
         except ExerciseDefinitionError as error:
             raise self.error(f"{error} (used by {self.env.docname})") from None
-        rst, pieces = lesson_rst(exercises)
+        pages_with_exercises(self.env)[lesson] = self.env.docname
+        uri = posixpath.relpath(notebook_path(lesson), posixpath.dirname(self.env.docname) or ".")
+        rst, pieces = lesson_rst(exercises, uri)
         # Translated from kernels/locales/, not from the page's catalog.
         return parse_skeleton(self, rst, lambda tree: fill_in(tree, pieces))
+
+
+def pages_with_exercises(env: BuildEnvironment) -> dict[str, str]:
+    """The page (docname) that shows each lesson's exercises, as the directive noted it."""
+    if not hasattr(env, "exercise_pages"):
+        env.exercise_pages = {}
+    return env.exercise_pages
+
+
+def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+    pages = pages_with_exercises(env)
+    for lesson in [lesson for lesson, page in pages.items() if page == docname]:
+        del pages[lesson]
+
+
+def _merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment) -> None:
+    pages_with_exercises(env).update(pages_with_exercises(other))
 
 
 def set_language(app: Sphinx, config: Config) -> None:
@@ -180,4 +227,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_design")
     app.add_directive("exercises", ExercisesDirective)
     app.connect("config-inited", set_language)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
