@@ -104,8 +104,10 @@ def name_imports(exercise: Exercise) -> list[str]:
 def setup_code() -> str:
     """The notebook's first cell: the interpreter chosen, what every exercise uses."""
     comment = _(
-        "Triton's interpreter runs the kernels on the CPU, as the page's checks do. It is "
-        "chosen before Triton is imported."
+        "Triton's interpreter runs the kernels on the CPU, as the page's checks do; it is "
+        "chosen before Triton is imported. On a machine with a GPU, leave out the line "
+        "that sets TRITON_INTERPRET to run them on the GPU: check(..., measure=True) then "
+        "also times a right answer against the course's kernel and PyTorch."
     )
     return "\n".join(
         [

@@ -14,8 +14,12 @@ No kernel module imports this package: the exercises' code is no part of any ben
 fingerprint.
 """
 
+import dataclasses
 import importlib
 
+from ..checks import check_bool
+from ..messages import _
+from . import speed
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError
 
@@ -88,7 +92,9 @@ def exercise(exercise_id: str) -> Exercise:
     raise ValueError(f"no exercise is called {exercise_id!r}; the exercises: {', '.join(known)}")
 
 
-def check(exercise_id: str, submission: object, *, quiet: bool = False) -> CheckResult:
+def check(
+    exercise_id: str, submission: object, *, quiet: bool = False, measure: bool = False
+) -> CheckResult:
     """Check a learner's answer to exercise ``exercise_id`` and print what is wrong.
 
     ``submission`` is what the exercise asks for: a ``@triton.jit`` kernel, a launcher
@@ -97,5 +103,30 @@ def check(exercise_id: str, submission: object, *, quiet: bool = False) -> Check
     first wrong element, the pattern of the wrong ones, a write outside the output, an
     error at the learner's line) is printed, unless ``quiet``, and returned in a
     :class:`CheckResult`.
+
+    ``measure=True`` also times a right answer on the GPU, on a large case, against the
+    course's kernel and PyTorch's, and prints the rates, the share of the GPU's copy rate
+    and the ratios (:mod:`kernels.exercises.speed`); without a GPU, or in Triton's
+    interpreter, it says so, and the check stands.
     """
-    return run_check(exercise(exercise_id), submission, quiet=quiet)
+    measure = check_bool("measure", measure)
+    item = exercise(exercise_id)
+    result = run_check(item, submission, quiet=True)
+    if measure:
+        result = _timed(item, submission, result)
+    if not quiet:
+        print(result.message)
+    return result
+
+
+def _timed(item: Exercise, submission: object, result: CheckResult) -> CheckResult:
+    # The check's result with the timing (or why there is none) added to its message.
+    if not result.passed:
+        why = _("Not timed: only a right answer is timed.")
+    else:
+        why = speed.timing_unavailable(item)
+    if why is not None:
+        return dataclasses.replace(result, message=f"{result.message}\n{why}")
+    rates = speed.rates(item, submission)
+    message = f"{result.message}\n{speed.report(item, rates)}"
+    return dataclasses.replace(result, message=message, rates=rates)

@@ -21,7 +21,7 @@ import linecache
 import math
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -71,6 +71,9 @@ class CheckResult:
     message: str
     pattern: str | None = None
     case: str | None = None
+    # GB/s of the answer, the course's kernel, PyTorch and a copy, when it was timed
+    # (check(..., measure=True) on a GPU).
+    rates: Mapping[str, float] | None = None
 
     def __str__(self) -> str:
         return self.message

@@ -4,8 +4,37 @@ import torch
 import triton
 
 from ..tile_map import UNTOUCHED, map_blocks
-from ..vector_add import add_kernel
-from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch, LauncherTask, Layout
+from ..vector_add import add, add_kernel
+from .model import (
+    N_,
+    AnswerTask,
+    Case,
+    Exercise,
+    KernelTask,
+    Launch,
+    LauncherTask,
+    Layout,
+    Speed,
+)
+
+# The timed case of the additions: two vectors of 64 MiB each, far more than the L2 holds.
+TIMED_ELEMENTS = 2**24
+
+
+def _timed_vectors(device: torch.device) -> dict[str, torch.Tensor]:
+    generator = torch.Generator(device=device).manual_seed(0)
+    return {name: torch.randn(TIMED_ELEMENTS, device=device, generator=generator) for name in "xy"}
+
+
+ADD_SPEED = Speed(
+    name=N_("two vectors of 2**24 float32 values"),
+    make_inputs=_timed_vectors,
+    out_shape=(TIMED_ELEMENTS,),
+    out_dtype=torch.float32,
+    course=lambda inputs: add(inputs["x"], inputs["y"]),
+    pytorch=lambda inputs: inputs["x"] + inputs["y"],
+    params={"BLOCK_SIZE": 1024},
+)
 
 
 def _ramp(n: int, start: float = 1.0) -> torch.Tensor:
@@ -100,6 +129,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     ),
     entry="add_kernel",
     task=KernelTask(_add_cases(256), _launch_add, _sum_reference),
+    speed=ADD_SPEED,
     starter_diagnosis="wrote_outside",
 )
 
@@ -259,6 +289,7 @@ def add(x, y):
     ),
     entry="add",
     task=LauncherTask(_launcher_cases(), _call_add, _sum_reference),
+    speed=ADD_SPEED,
     starter_diagnosis="not_written",
     names={"add_kernel": add_kernel},
 )

@@ -6,6 +6,9 @@ import torch
 from ..layer_norm import layer_norm
 from ..runtime import kernel_device
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
+from .speed import rows_speed
+
+EPS = 1e-5
 
 
 def _rows(rows: int, cols: int, offset: float = 3.0) -> torch.Tensor:
@@ -17,7 +20,7 @@ def _cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
         cols = torch.arange(x.shape[1], dtype=torch.float64)
         inputs = {"x": x, "weight": cols * 0.25 + 0.5, "bias": cols * 0.125 - 1.0}
-        return Case(name, inputs, tuple(x.shape), params={"eps": 1e-5, "BLOCK_SIZE": block},
+        return Case(name, inputs, tuple(x.shape), params={"eps": EPS, "BLOCK_SIZE": block},
                     tile=(1, block), **extra)  # type: ignore[arg-type]  # fmt: skip
 
     return (
@@ -106,6 +109,12 @@ def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, n_cols, eps,
     ),
     entry="layer_norm_kernel",
     task=KernelTask(_cases(), _launch, _reference),
+    speed=rows_speed(
+        lambda x, weight, bias: layer_norm(x, weight, bias, EPS),
+        lambda x, weight, bias: torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, EPS),
+        ("weight", "bias"),
+        eps=EPS,
+    ),
     starter_diagnosis="wrong_values",
 )
 
@@ -115,7 +124,7 @@ def _predicted() -> tuple[float, float]:
     x = torch.tensor([[5.0, 5.0, 5.0, 5.0], [1.0, 3.0, 1.0, 3.0]], device=device)
     weight = torch.full((4,), 2.0, device=device)
     bias = torch.full((4,), 0.5, device=device)
-    y = layer_norm(x, weight, bias, eps=1e-5).cpu()
+    y = layer_norm(x, weight, bias, eps=EPS).cpu()
     return round(float(y[0, 0]), 3), round(float(y[1, 1]), 3)
 
 

@@ -148,6 +148,29 @@ Task = KernelTask | LauncherTask | AnswerTask
 
 
 @dataclass(frozen=True)
+class Speed:
+    """How ``check(..., measure=True)`` times a right answer on a GPU: on one large case,
+    the answer launched as its task launches it, against the course's own launcher and
+    PyTorch doing the same work, each in kernel time (see :mod:`kernels.exercises.speed`).
+
+    ``name`` says what the case is (marked :func:`N_`); ``make_inputs(device)`` makes its
+    inputs on ``device``; the output is ``out_shape`` of ``out_dtype``; ``params`` are the
+    launch's other arguments, as a case's. ``course(inputs)`` and ``pytorch(inputs)``
+    compute the same output. The rates count the bytes of the inputs and the output once
+    each, the least the work must move; the GPU's copy rate, measured in the same run,
+    is the ceiling they are compared with.
+    """
+
+    name: str
+    make_inputs: Callable[[torch.device], Mapping[str, torch.Tensor]]
+    out_shape: tuple[int, ...]
+    out_dtype: torch.dtype
+    course: Callable[[Mapping[str, torch.Tensor]], Any]
+    pytorch: Callable[[Mapping[str, torch.Tensor]], Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One exercise of a lesson.
 
@@ -157,6 +180,7 @@ class Exercise:
     course, as the installed package names it differently from a clone). ``starter_diagnosis`` is
     the diagnosis kind (see :mod:`kernels.exercises.checker`) that the unchanged starter
     gets: a test holds every exercise to it, so that a starter teaches what it was meant to.
+    ``speed``, for a kernel or a launcher, says how ``check(..., measure=True)`` times it.
     """
 
     id: str
@@ -172,6 +196,7 @@ class Exercise:
     task: Task
     starter_diagnosis: str
     names: Mapping[str, Any] = field(default_factory=dict)
+    speed: Speed | None = None
 
     def __post_init__(self) -> None:
         where = f"exercise {self.id!r}" if isinstance(self.id, str) else "an exercise"
@@ -208,6 +233,12 @@ class Exercise:
             )
         if isinstance(self.task, KernelTask | LauncherTask) and not self.task.cases:
             raise ExerciseDefinitionError(f"{where}: the task has no cases to check")
+        if self.speed is not None and (
+            not isinstance(self.speed, Speed) or isinstance(self.task, AnswerTask)
+        ):
+            raise ExerciseDefinitionError(
+                f"{where}: 'speed' must be a Speed, and only a kernel or a launcher is timed"
+            )
         # Both run now, so that a broken definition fails on import, not on a page.
         self.code("starter")
         self.code("solution")

@@ -6,6 +6,9 @@ import torch
 from ..rms_norm import rms_norm
 from ..runtime import kernel_device
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
+from .speed import rows_speed
+
+EPS = 1e-6
 
 
 def _rows(rows: int, cols: int) -> torch.Tensor:
@@ -17,7 +20,7 @@ def _cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
         weight = torch.arange(x.shape[1], dtype=torch.float64) * 0.25 + 0.5
         return Case(name, {"x": x, "weight": weight}, tuple(x.shape),
-                    params={"eps": 1e-6, "BLOCK_SIZE": block}, tile=(1, block),
+                    params={"eps": EPS, "BLOCK_SIZE": block}, tile=(1, block),
                     **extra)  # type: ignore[arg-type]  # fmt: skip
 
     zeros = _rows(3, 16)
@@ -105,6 +108,12 @@ def rms_norm_kernel(x_ptr, weight_ptr, out_ptr, n_cols, eps, BLOCK_SIZE: tl.cons
     ),
     entry="rms_norm_kernel",
     task=KernelTask(_cases(), _launch, _reference),
+    speed=rows_speed(
+        lambda x, weight: rms_norm(x, weight, EPS),
+        lambda x, weight: torch.nn.functional.rms_norm(x, x.shape[-1:], weight, EPS),
+        ("weight",),
+        eps=EPS,
+    ),
     starter_diagnosis="wrong_values",
 )
 
@@ -113,7 +122,7 @@ def _predicted_row() -> tuple[float, float]:
     device = kernel_device()
     x = torch.tensor([[1.0, 7.0]], device=device)
     weight = torch.tensor([2.0, 1.0], device=device)
-    y = rms_norm(x, weight, eps=1e-6).cpu()[0]
+    y = rms_norm(x, weight, eps=EPS).cpu()[0]
     return round(float(y[0]), 4), round(float(y[1]), 4)
 
 

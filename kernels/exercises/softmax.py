@@ -2,7 +2,9 @@
 
 import torch
 
+from ..softmax import softmax
 from .model import N_, Case, Exercise, KernelTask, Launch
+from .speed import rows_speed
 
 
 def _rows(rows: int, cols: int, *, offset: float = 0.0, spread: float = 1.0) -> torch.Tensor:
@@ -48,6 +50,7 @@ def _reference(case: Case) -> torch.Tensor:
 
 
 TASK = KernelTask(_cases(), _launch, _reference)
+SPEED = rows_speed(softmax, lambda x: torch.softmax(x, dim=-1))
 
 ROW_MAX = Exercise(
     id="softmax-row-max",
@@ -106,6 +109,7 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
     ),
     entry="softmax_kernel",
     task=TASK,
+    speed=SPEED,
     starter_diagnosis="not_finite",
 )
 
@@ -161,6 +165,7 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
     ),
     entry="softmax_kernel",
     task=TASK,
+    speed=SPEED,
     starter_diagnosis="wrong_values",
 )
 
