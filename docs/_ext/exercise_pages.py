@@ -134,12 +134,21 @@ def lesson_rst(
             "outside the output, or the line of your code where an error happened."
         )
     )
+    timing = skeleton.text(
+        _(
+            "On a machine with a GPU, outside the interpreter, "
+            "`check(..., measure=True)` also times a right answer on a large case against "
+            "the course's kernel and PyTorch, where the exercise has one."
+        )
+    )
     download = skeleton.text(_("All of them in a notebook, with a cell that checks each: "))
     download += skeleton.link(_("download the notebook"), notebook_uri)
     download += skeleton.text(_(" (it needs Jupyter and the course installed)."))
     blocks = [exercise_rst(item, n, skeleton) for n, item in enumerate(exercises, 1)]
     return (
-        ".. container:: exercises\n\n" + indent("\n\n".join([intro, download, *blocks]), 3) + "\n",
+        ".. container:: exercises\n\n"
+        + indent("\n\n".join([intro, timing, download, *blocks]), 3)
+        + "\n",
         skeleton.pieces,
     )
 
