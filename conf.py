@@ -37,6 +37,8 @@ extensions = [
     # And each page's exercises as a notebook to download (docs/_ext/exercise_notebooks.py).
     "exercise_notebooks",
     "course_build",
+    # The footer's line: the course's version, the commit, Triton's and PyTorch's versions.
+    "build_info",
     "downloads",
     "editions",
 ]
@@ -78,7 +80,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     # The same page in the other language, first in the top bar's right end.
     "navbar_end": ["language-switcher", "theme-switcher", "navbar-icon-links"],
-    "footer_start": ["copyright"],
+    "footer_start": ["copyright", "build-info"],
     "footer_end": ["sphinx-version"],
 }
 
