@@ -18,10 +18,13 @@ from docutils import nodes
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 from sphinx.locale import get_translation
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from .bank import NAME_PATTERN, Bank, QuizBankError, load_bank, load_translation
 from .rst import escape
+
+logger = logging.getLogger(__name__)
 
 _ = get_translation("quiz")
 
@@ -123,6 +126,29 @@ def parse_skeleton(
     for node in scratch.findall(nodes.TextElement):
         node["translatable"] = False
     return list(scratch.children)
+
+
+def warn_of_shared_anchors(doctree: nodes.document, docname: str, container_class: str,
+                           what: str) -> None:  # fmt: skip
+    """Warn (an error with -W) where the id of a container of ``container_class`` (a quiz
+    question, an exercise) is also the id of another element of the page: a section or a
+    label of the page's own. The directives parse their texts in a document of their
+    own, so docutils cannot see such a clash, and the page would hold two elements with
+    one id (a link to it would land on either)."""
+    owners: dict[str, int] = {}
+    for node in doctree.findall(nodes.Element):
+        for node_id in node["ids"]:
+            owners[node_id] = owners.get(node_id, 0) + 1
+    for node in doctree.findall(nodes.container):
+        if container_class not in node["classes"]:
+            continue
+        for node_id in node["ids"]:
+            if owners[node_id] > 1:
+                logger.warning(
+                    f"{docname}: the anchor {node_id!r} of {what} is also the id of another "
+                    "element of this page (a section or a label): rename that element",
+                    location=node,
+                )
 
 
 def bank_path(srcdir: Path, bank_dir: str, name: str) -> Path:

@@ -404,11 +404,13 @@ root_doc = "index"
 """
 
 
-def build(project: Path, lesson: str, conf_extra: str = "") -> subprocess.CompletedProcess[str]:
-    """Build a one-page project that shows ``lesson``'s exercises."""
+def build(
+    project: Path, lesson: str, conf_extra: str = "", before: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Build a one-page project that shows ``lesson``'s exercises, after ``before``."""
     project.mkdir(parents=True, exist_ok=True)
     (project / "conf.py").write_text(CONF + conf_extra, encoding="utf-8")
-    page = f"# Lesson\n\n## Exercises\n\n```{{exercises}} {lesson}\n```\n"
+    page = f"# Lesson\n\n{before}## Exercises\n\n```{{exercises}} {lesson}\n```\n"
     (project / "index.md").write_text(page, encoding="utf-8")
     paths = [str(ROOT), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "TRITON_INTERPRET": "1"}
@@ -464,6 +466,14 @@ def test_an_unknown_lesson_stops_the_build(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert re.search(r"index\.md:\d+: ERROR: index: exercises 'nope': no such lesson",
                      result.stderr)  # fmt: skip
+
+
+def test_a_page_id_equal_to_an_exercise_s_anchor_fails_the_build(tmp_path: Path) -> None:
+    result = build(tmp_path, "tiles", before="(exercise-tiles-row-sum)=\n## Notes\n\nText.\n\n")
+    assert result.returncode != 0
+    assert "the anchor 'exercise-tiles-row-sum' of an exercise is also the id of another" in (
+        result.stderr
+    )
 
 
 def test_lessons_1_to_4_show_their_exercises_before_the_quiz() -> None:

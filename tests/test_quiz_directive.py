@@ -207,3 +207,20 @@ def test_a_directive_that_would_break_the_page_fails_the_build(
 )
 def test_bank_text_becomes_safe_inline_rst(text: str, rst: str) -> None:
     assert to_rst_inline(text) == rst
+
+
+@pytest.mark.parametrize(
+    ("label", "clash"),
+    [("quiz-demo-first", True), ("some-label", False)],
+    ids=["clash", "no-clash"],
+)
+def test_a_page_id_equal_to_a_question_s_anchor_fails_the_build(
+    tmp_path: Path, label: str, clash: bool
+) -> None:
+    # The section's label gives it the id of the first question's anchor: the page would
+    # hold two elements with one id.
+    page = f"# Quiz\n\n({label})=\n## Notes\n\nText.\n\n```{{quiz}} demo\n```\n"
+    result = build(tmp_path, page, BANK)
+    assert (result.returncode != 0) == clash, result.stderr
+    message = "the anchor 'quiz-demo-first' of a quiz question is also the id of another"
+    assert (message in result.stderr) == clash

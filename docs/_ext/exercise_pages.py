@@ -31,7 +31,7 @@ from kernels import messages
 from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
 from kernels.exercises.model import translated
 from kernels.messages import _
-from quiz.directive import indent, inline_nodes, parse_skeleton
+from quiz.directive import indent, inline_nodes, parse_skeleton, warn_of_shared_anchors
 
 # The folder of the built site that holds each page's exercises as a notebook
 # (written by ``exercise_notebooks``).
@@ -225,6 +225,10 @@ def _merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildE
     pages_with_exercises(env).update(pages_with_exercises(other))
 
 
+def _check_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    warn_of_shared_anchors(doctree, docname, "exercise", "an exercise")
+
+
 def set_language(app: Sphinx, config: Config) -> None:
     """Let :func:`kernels.messages._` translate into the build's language, also in a
     project without the ``editions`` extension (which does the same)."""
@@ -238,4 +242,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", set_language)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
+    app.connect("doctree-resolved", _check_anchors)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
