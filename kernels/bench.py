@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -667,7 +668,26 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
                 problems.append(problem)
         for name in sorted(here - known):
             problems.append(f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}")
-    return problems
+    return problems + _commits_not_in_history()
+
+
+def _commits_not_in_history() -> list[str]:
+    # One line per readable record whose commit the repository does not hold (a record
+    # made up, or measured on a branch that never landed); nothing where there is no git.
+    paths_of: dict[str, list[Path]] = {}
+    for gpu in measurements.known_gpus():
+        for name in measurements.recorded_benchmarks(gpu):
+            path = measurements.path_for(name, gpu)
+            try:
+                paths_of.setdefault(measurements.read(path).code.commit, []).append(path)
+            except MeasurementError:
+                continue  # reported with the other refusals
+    missing = fingerprint.commits_not_in_history(paths_of)
+    return [
+        f"{path}: recorded at commit {commit}, which is not in this repository's history"
+        for commit in sorted(missing)
+        for path in paths_of[commit]
+    ]
 
 
 def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
@@ -683,6 +703,14 @@ def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
 def _measure_and_save(names: Sequence[str], budget_s: float | None) -> list[str]:
     # Measure and record each of ``names`` in turn; past ``budget_s`` seconds, start no
     # more. Returns the names left unmeasured.
+    commit = fingerprint.commit()
+    if commit.endswith(measurements.DIRTY):
+        # Refused before any GPU time is spent: the loaders would refuse the records.
+        raise SystemExit(
+            f"kernels/ has uncommitted changes (commit {commit}): a record names the commit "
+            "that holds the code it measured. Commit first, or set "
+            f"{fingerprint.COMMIT_VARIABLE} to the commit whose code this is."
+        )
     specs = discover()
     started = time.monotonic()
     for index, name in enumerate(names):

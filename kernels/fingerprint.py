@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import tokenize
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = "kernels"
@@ -176,6 +176,28 @@ def short_commit(commit: str) -> str:
     if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
         return commit[:12]
     return commit
+
+
+def commits_not_in_history(commits: Collection[str], repository: Path = REPOSITORY) -> set[str]:
+    """Those of ``commits`` (hashes, full or abbreviated) that the git repository at
+    ``repository`` does not hold; none where there is no repository to ask (a copy of the
+    sources, an installed package): there the question cannot be answered."""
+    if not commits:
+        return set()
+    try:
+        inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=repository,
+                                capture_output=True, text=True, timeout=30)  # fmt: skip
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return set()
+        ordered = sorted(commits)
+        found = subprocess.run(
+            ["git", "cat-file", "--batch-check"], cwd=repository, capture_output=True,
+            text=True, timeout=60, input="".join(f"{c}^{{commit}}\n" for c in ordered),
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    answers = found.stdout.splitlines()
+    return {c for c, answer in zip(ordered, answers, strict=False) if answer.endswith(" missing")}
 
 
 def commit() -> str:

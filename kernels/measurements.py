@@ -317,6 +317,8 @@ def _positive_number(value: Any) -> bool:
 
 
 _Fail = Callable[[str], MeasurementError]
+# What fingerprint.commit() appends when files under kernels/ differ from the commit.
+DIRTY = "-dirty"
 
 
 def _failing(source: str) -> _Fail:
@@ -343,6 +345,11 @@ def _code(doc: dict[str, Any], fail: _Fail) -> Code:
         or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
     ):
         raise fail("'code.files' must be an object of path -> hash")
+    if code["commit"].endswith(DIRTY):
+        raise fail(
+            f"recorded from uncommitted changes under kernels/ (commit {code['commit']!r}): "
+            "no commit holds the code it measured; commit the code, then record it again"
+        )
     return Code(fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files))
 
 

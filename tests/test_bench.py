@@ -13,7 +13,8 @@ import pytest
 import torch
 from records import launch_doc, records_folder, sample, sample_doc
 
-from kernels import bench, fingerprint, launch_record, measurements, timing, vector_add
+from kernels import bench, fingerprint, launch_record, measurements, shards, timing, vector_add
+from kernels.measurements import MeasurementError
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
 from kernels.report import results_table
 from kernels.runtime import interpreted
@@ -241,7 +242,11 @@ def measure_without_timing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("measure_without_timing")
-def test_measure_records_kernel_time_call_time_work_and_code() -> None:
+def test_measure_records_kernel_time_call_time_work_and_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A committed tree (this checkout may hold uncommitted work).
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "0123456789ab")
     spec = _add_spec({"eager": torch.add})
     record = bench.measure(spec)
     work = [spec.work(size, spec.dtype) for size in (64, 128)]
@@ -556,6 +561,41 @@ def test_call_time_asks_do_bench_for_the_median_which_is_not_its_default(
     assert asked["return_mode"] == "median"
 
 
+def test_recording_from_uncommitted_kernels_is_refused_before_measuring(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fingerprint, "commit", lambda: "0123456789ab-dirty")
+    monkeypatch.setattr(bench, "measure", lambda spec: pytest.fail("measured a dirty tree"))
+    with pytest.raises(SystemExit, match="kernels/ has uncommitted changes"):
+        bench._measure_and_save(["vector_add"], None)
+
+
+def test_a_record_from_uncommitted_kernels_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    doc["code"]["commit"] += "-dirty"
+    with pytest.raises(MeasurementError, match="recorded from uncommitted changes"):
+        measurements.from_json(doc, "vector_add.json")
+
+
+def test_stale_names_a_record_whose_commit_is_not_in_the_history(tmp_path: Path) -> None:
+    # A repository with one commit; a record naming another.
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)  # fmt: skip
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    git("add", "f")
+    git("commit", "-q", "-m", "one")
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=tmp_path, text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    unknown = "0123456789ab"
+    assert fingerprint.commits_not_in_history({head, unknown}, tmp_path) == {unknown}
+    # Outside a repository the question cannot be answered: nothing is named.
+    assert fingerprint.commits_not_in_history({unknown}, tmp_path / "f") == set()
+    assert fingerprint.commits_not_in_history({unknown}, tmp_path.parent) == set()
+
+
 def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
     module = course / "kernels" / "vector_add.py"
@@ -571,4 +611,9 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
     assert result.returncode == 0, result.stderr
     stale = f"Missing or stale on the {PRIMARY}: vector_add vector_add_fp16 launch_overhead"
     assert stale in result.stdout
-    assert "(0 of 3 timed before): vector_add vector_add_fp16 launch_overhead" in result.stdout
+    # The shard's estimate counts the records that say how long they took to measure.
+    timed = sum(shards.measured_seconds(name) is not None
+                for name in ("vector_add", "vector_add_fp16", "launch_overhead"))  # fmt: skip
+    assert f"({timed} of 3 timed before): vector_add vector_add_fp16 launch_overhead" in (
+        result.stdout
+    )
