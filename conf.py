@@ -39,6 +39,8 @@ extensions = [
     "course_build",
     # The footer's line: the course's version, the commit, Triton's and PyTorch's versions.
     "build_info",
+    # The course's wheel and source archive, built into the site; the {package} role.
+    "package_downloads",
     "downloads",
     "editions",
 ]
@@ -68,6 +70,9 @@ locale_dirs = ["docs/locales/"]
 # A catalog per page (docs/locales/ru/LC_MESSAGES/docs/lessons/01_intro.po), not per folder.
 gettext_compact = False
 
+# Where the course's repository is, shown as a link in the top bar when set.
+repository_url = os.environ.get("NINJA_GAP_REPOSITORY_URL", "")
+
 html_theme = "pydata_sphinx_theme"
 html_title = project
 # The top bar lists the three sections; the left sidebar (the drawer on a phone) lists
@@ -83,6 +88,10 @@ html_theme_options = {
     "footer_start": ["copyright", "build-info"],
     "footer_end": ["sphinx-version"],
 }
+if repository_url:
+    html_theme_options["icon_links"] = [
+        {"name": "Repository", "url": repository_url, "icon": "fa-brands fa-git-alt"}
+    ]
 
 # myst-nb: a lesson runs whenever Sphinx reads it (its text, a kernels/ module it uses or
 # a record it reads changed); a failing cell is a warning, which fails the -W build.

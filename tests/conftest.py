@@ -37,9 +37,10 @@ class DocsBuild:
                             language=self.language)  # fmt: skip
 
 
-# Files of a checkout that are not sources: builds, environments, caches.
-NOT_SOURCES = ("_build", "build", ".nox", ".git", ".venv", ".whl", "scratch", "docs/examples",
-               "__pycache__")  # fmt: skip
+# Files of a checkout that are not sources: builds, environments, caches (as the site's
+# package leaves them out too).
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+from package_downloads import NOT_SOURCES  # noqa: E402
 
 
 def copy_of_the_course(destination: Path) -> Path:

@@ -2,6 +2,7 @@
 PyTorch's versions; in the Russian edition in Russian; escaped."""
 
 import sys
+from datetime import UTC, datetime
 from importlib import metadata
 
 import pytest
@@ -19,13 +20,16 @@ def test_the_line_names_the_version_the_commit_and_the_libraries(
     monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "0123456789abcdef0123456789abcdef01234567")
     monkeypatch.setattr(build_info, "commit_date", lambda: "2026-12-06")
     line = build_info.build_line()
+    today = datetime.now(UTC).date().isoformat()
     assert line == (
-        f"ninja_gap {build_info.course_version()}, built from commit 0123456789ab of 2026-12-06 "
-        f"with Triton {metadata.version('triton')} and PyTorch {metadata.version('torch')}."
+        f"ninja_gap {build_info.course_version()}, built on {today} from commit 0123456789ab of "
+        f"2026-12-06 with Triton {metadata.version('triton')} and PyTorch "
+        f"{metadata.version('torch')}."
     )
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
     assert build_info.build_line().startswith(
-        f"ninja_gap {build_info.course_version()}, собран из коммита 0123456789ab от 2026-12-06"
+        f"ninja_gap {build_info.course_version()}, собран {today} из коммита 0123456789ab от "
+        "2026-12-06"
     )
 
 
@@ -33,12 +37,12 @@ def test_outside_git_the_line_has_no_date(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert build_info.commit_date(tmp_path) is None
     monkeypatch.setattr(build_info, "commit_date", lambda: None)
     monkeypatch.setattr(fingerprint, "commit", lambda: "unknown")
-    assert "built from commit unknown with Triton" in build_info.build_line()
+    assert "from commit unknown with Triton" in build_info.build_line()
 
 
 def test_every_page_s_footer_has_the_line(docs_build: DocsBuild) -> None:
     assert docs_build.returncode == 0, docs_build.log[-3000:]
     for page in ("docs/index.html", "docs/examples/plot_07_matmul.html"):
         footer = docs_build.page(page).split('class="build-info"')[1].split("</p>")[0]
-        assert f"ninja_gap {build_info.course_version()}, built from commit" in footer
+        assert f"ninja_gap {build_info.course_version()}, built on " in footer
         assert f"Triton {metadata.version('triton')}" in footer

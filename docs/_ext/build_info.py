@@ -1,5 +1,5 @@
-"""The footer line that says what built a page: the course's version, the commit and its
-date, and the Triton and PyTorch that ran its kernels.
+"""The footer line that says what built a page: the course's version, the day of the
+build, the commit and its date, and the Triton and PyTorch that ran its kernels.
 
 The line is put into each page as it is written (``html-page-context``), not through a
 configuration value: a value that changed with every commit would make Sphinx read every
@@ -9,6 +9,7 @@ page again, and run every lesson.
 import html
 import subprocess
 import tomllib
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,13 @@ def build_line() -> str:
         if date and commit != "unknown"
         else _("commit {commit}").format(commit=commit)
     )
-    line = _("ninja_gap {version}, built from {source} with Triton {triton} and PyTorch {torch}.")
+    line = _(
+        "ninja_gap {version}, built on {built} from {source} with Triton {triton} and "
+        "PyTorch {torch}."
+    )
     versions = {"triton": metadata.version("triton"), "torch": metadata.version("torch")}
-    return line.format(version=course_version(), source=source, **versions)
+    built = datetime.now(UTC).date().isoformat()
+    return line.format(version=course_version(), built=built, source=source, **versions)
 
 
 def add_build_line(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
