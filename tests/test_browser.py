@@ -116,6 +116,36 @@ def test_no_page_scrolls_sideways(
         visit.context.close()
 
 
+# Code blocks are written at up to 100 columns; a few of the pages' longer lines (output
+# of a run, a long shell line) may still scroll.
+MOST_CODE_FITS = 0.8
+
+
+def test_at_a_laptop_s_width_tables_and_most_code_fit_the_column(
+    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+) -> None:
+    blocks = scrolling = 0
+    for path in site_pages(docs_build):
+        visit = Visit(browser, path.as_uri(), 1280, js=True)
+        column, wide_tables, pres, wide_pres = visit.page.evaluate(
+            """() => {
+              const column = document.querySelector('.bd-article-container')
+                .getBoundingClientRect().width;
+              const tables = [...document.querySelectorAll('.result-table table')];
+              const pres = [...document.querySelectorAll('article div.highlight pre')];
+              return [column, tables.filter(t => t.getBoundingClientRect().width > column).length,
+                      pres.length, pres.filter(p => p.scrollWidth > p.clientWidth + 1).length];
+            }"""
+        )
+        blocks, scrolling = blocks + pres, scrolling + wide_pres
+        if wide_tables:
+            visit.fail(failures, _name(docs_build, path, 1280),
+                       f"{path.name}: {wide_tables} results tables wider than the {column:.0f} px "
+                       "column at 1280 px")  # fmt: skip
+        visit.context.close()
+    assert scrolling <= (1 - MOST_CODE_FITS) * blocks, f"{scrolling} of {blocks} code blocks scroll"
+
+
 @pytest.mark.parametrize("js", [True, False], ids=["javascript", "no-javascript"])
 def test_every_quiz_option_opens_and_tells_its_verdict(
     docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path, js: bool
