@@ -20,6 +20,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .measurements import Measurement, MeasurementError
+from .messages import _
 
 # Work units per rate unit: a GB/s rate is bytes / 1e9 per second, TFLOP/s is FLOPs / 1e12.
 RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
@@ -262,12 +263,13 @@ def highest_share(record: Measurement) -> tuple[str, int, float]:
 
 
 # Short legend labels of the roofline figure.
-_LABELS = {
-    "vector_add": "vector add",
-    "softmax": "softmax",
-    "matmul": "matmul",
-    "flash_attention": "attention",
-}
+def _label(benchmark: str) -> str:
+    # A point's legend entry, in the language of the figure.
+    names = {"vector_add": _("vector add"), "softmax": "softmax", "matmul": _("matmul"),
+             "flash_attention": _("attention")}  # fmt: skip
+    return names.get(benchmark, benchmark)
+
+
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
@@ -283,17 +285,19 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     low, high = min(intensities) / 4, max(intensities) * 4
     xs = [low, roof.ridge, high]
     ax.plot(xs, [roof.attainable_tflops(x) for x in xs], linestyle="--", linewidth=1.2,
-            color=CEILING_COLOUR, label="measured roof")  # fmt: skip
-    ax.axvline(roof.ridge, linestyle=":", linewidth=1.0, color=CEILING_COLOUR, label="ridge point")
+            color=CEILING_COLOUR, label=_("measured roof"))  # fmt: skip
+    ax.axvline(roof.ridge, linestyle=":", linewidth=1.0, color=CEILING_COLOUR,
+               label=_("ridge point"))  # fmt: skip
     for index, p in enumerate(points):
         colour = PROVIDER_COLOURS.get(p.provider, CEILING_COLOUR)
-        label = _LABELS.get(p.benchmark, p.benchmark) + (" (est.)" if p.estimated else "")
+        name = _label(p.benchmark)
+        label = _("{name} (estimated)").format(name=name) if p.estimated else name
         ax.plot([p.intensity], [p.tflops], linestyle="none", marker=_MARKERS[index % 6],
                 markersize=9, color=colour, markerfacecolor="none" if p.estimated else colour,
                 label=label)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("FLOP per byte")
+    ax.set_xlabel(_("FLOP per byte"))
     ax.set_ylabel("TFLOP/s")
     ax.grid(True, which="major", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()

@@ -23,6 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.patheffects import withStroke
 
+from .messages import _
 from .plotting import TEXT_PT, style
 from .runtime import kernel_device
 
@@ -266,11 +267,11 @@ def draw_tile_map(
               aspect="auto", interpolation="nearest")  # fmt: skip
     ax.add_patch(Rectangle((0, 0), shape[1], shape[0], fill=False, linewidth=2.5,
                            edgecolor=_EDGE_COLOUR, clip_on=False))  # fmt: skip
-    ax.set_xlabel("element" if ids.dim() == 1 else "column")
+    ax.set_xlabel(_("element") if ids.dim() == 1 else _("column"))
     if ids.dim() == 1:
         ax.set_yticks([])
     else:
-        ax.set_ylabel("row")
+        ax.set_ylabel(_("row"))
         if lanes.shape[0] <= 16:
             # Few rows: number each one at its middle, as an index.
             ax.set_yticks([r + 0.5 for r in range(lanes.shape[0])], range(lanes.shape[0]))
@@ -279,8 +280,8 @@ def draw_tile_map(
             ax.set_yticks(range(0, lanes.shape[0] + 1, block[0]))
         ax.set_xticks(range(0, lanes.shape[1] + 1, block[1]))
     legend = [
-        Patch(facecolor=_UNTOUCHED_COLOUR, edgecolor="grey", label="not written"),
-        Line2D([], [], color=_EDGE_COLOUR, linewidth=2.5, label="edge of the tensor"),
+        Patch(facecolor=_UNTOUCHED_COLOUR, edgecolor="grey", label=_("not written")),
+        Line2D([], [], color=_EDGE_COLOUR, linewidth=2.5, label=_("edge of the tensor")),
     ]
     fig.legend(handles=legend, loc="outside lower center", ncols=2, frameon=False)
     style(fig)

@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 from records import CEILING, X, sample, sample_doc
 
-from kernels import bench, measurements, roofline
+from kernels import bench, measurements, messages, roofline
 from kernels.plotting import TEXT_PT
 from kernels.vector_add import BENCHMARK as VECTOR_ADD
 
@@ -161,4 +161,16 @@ def test_the_roofline_figure_reads_on_a_phone() -> None:
     assert smallest_text_pt(fig) >= TEXT_PT
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
     assert labels == ["measured roof", "ridge point", "vector add", "matmul"]
+    plt.close(fig)
+
+
+def test_the_roofline_figure_speaks_the_edition_s_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    roof = roofline.roofline(sample(), matmul_record([500.0] * 3))
+    points = [roofline.point(sample()), roofline.point(matmul_record([500.0] * 3))]
+    fig = roofline.plot_roofline(roof, points)
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert labels == ["измеренная крыша", "точка перегиба", "сложение векторов",
+                      "произведение матриц"]  # fmt: skip
+    assert fig.axes[0].get_xlabel() == "FLOP на байт"
     plt.close(fig)

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from kernels import tile_map
+from kernels import messages, tile_map
 from kernels.plotting import TEXT_PT
 from kernels.tile_map import UNTOUCHED, TileMap
 
@@ -119,3 +119,16 @@ def test_drawing_refuses_a_shape_of_another_rank() -> None:
     result = tile_map.map_blocks(10, 8)
     with pytest.raises(ValueError, match=r"^ids has shape \(16,\) and shape is \(2, 5\)"):
         tile_map.draw_tile_map(result.ids, (2, 5))
+
+
+def test_a_tile_map_speaks_the_edition_s_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    result = tile_map.map_tiles(50, 70, 16, 32)
+    fig = tile_map.draw_tile_map(result.ids, (50, 70), block=(16, 32))
+    try:
+        axes = fig.axes[0]
+        assert (axes.get_xlabel(), axes.get_ylabel()) == ("столбец", "строка")
+        legend = [text.get_text() for text in fig.legends[0].get_texts()]
+        assert legend == ["не записано", "граница тензора"]
+    finally:
+        plt.close(fig)
