@@ -70,6 +70,12 @@ def _(message: str) -> str:
     return catalog(language()).get(message, message)
 
 
+def recorded(text: str) -> str:
+    """A text that the harness wrote into a record, in English (why a provider has no
+    rate), in the language of this run where the catalog has it."""
+    return catalog(language()).get(text, text)
+
+
 def number(english: str) -> str:
     """A number formatted the English way (``4,096``, ``90.5%``, ``1.02x``) written the
     way the language of this run writes numbers (in Russian ``4 096``, ``90,5%``)."""

@@ -6,12 +6,13 @@ primary GPU's table, the other GPUs' records of the benchmark (:mod:`kernels.oth
 
 import html
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import measurements, other_gpus
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number, series_name
+from .messages import _, number, recorded, series_name
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -255,7 +256,7 @@ def _results_table(
     # Where a line of the figure has gaps, or is missing, and why (the record's words,
     # which stay as the record has them).
     notes += [
-        _("No {name} rate {reason}.").format(name=name, reason=reason.rstrip("."))
+        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
         for name, reason in measurement.unavailable.items()
     ]
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
@@ -317,6 +318,32 @@ def size_list(sizes: list[int]) -> str:
     if len(names) == 1:
         return names[0]
     return _("{sizes} and {last}").format(sizes=", ".join(names[:-1]), last=names[-1])
+
+
+# A record's line of why a provider has no rate, as the harness writes it: one part per
+# reason, "at N=1,024, 2,048: <reason>", the parts joined by "; ".
+_REASON_PART = re.compile(r"at (?P<x_name>[^=]+)=(?P<sizes>\d[\d,]*(?:, \d[\d,]*)*): (?P<why>.+)",
+                          re.DOTALL)  # fmt: skip
+_NEXT_PART = re.compile(r"; (?=at [^=:]+=\d)")
+
+
+def reason_text(line: str) -> str:
+    """A record's reason that a provider has no rate, in the language of this run: each
+    reason translated where the catalog has it (the harness and the baselines write them
+    in English), its sizes written as the language writes numbers and separated by
+    semicolons (a comma is also the English thousands separator: "128,256, 151,936"
+    read as a list is ambiguous)."""
+    parts = []
+    for part in _NEXT_PART.split(line):
+        match = _REASON_PART.fullmatch(part)
+        if match is None:
+            parts.append(recorded(part))
+            continue
+        sizes = [number(f"{int(size.replace(',', '')):,}") for size in match["sizes"].split(", ")]
+        where = _("at {x_name} = {sizes}: {reason}")
+        parts.append(where.format(x_name=match["x_name"], sizes="; ".join(sizes),
+                                  reason=recorded(match["why"])))  # fmt: skip
+    return "; ".join(parts)
 
 
 def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
@@ -438,5 +465,8 @@ def launch_table(record: LaunchOverhead) -> ResultTable:
          "n/a" if cost.torch is None else number(f"{cost.torch:.1f}")]
         for cost in launch_costs(record)
     ]  # fmt: skip
-    notes = [f"{provider} n/a: {reason}" for provider, reason in record.unavailable.items()]
+    notes = [
+        _("{provider} n/a: {reason}").format(provider=provider, reason=reason_text(reason))
+        for provider, reason in record.unavailable.items()
+    ]
     return ResultTable(caption, header, rows, notes)

@@ -379,6 +379,9 @@ def test_measure_checks_and_times_every_launcher_three_ways() -> None:
 def test_measure_launch_overhead_records_the_three_series(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # A committed tree (this checkout may hold uncommitted work).
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "0123456789ab")
+
     def host_time(us: float) -> launch_cost.HostTime:
         return launch_cost.HostTime(per_call_us=us, final_wait_us=us / 10)
 

@@ -1,8 +1,9 @@
 """The table under a gallery figure: its rows, its verdicts, and its HTML."""
 
+import pytest
 from records import X, sample
 
-from kernels import vector_add
+from kernels import measurements, messages, report, vector_add
 from kernels.bench import placeholder
 from kernels.report import results_table
 
@@ -115,3 +116,38 @@ def test_a_goal_against_three_baselines_names_the_fastest_as_its_column_does() -
                           baseline_goal=1.0)  # fmt: skip
     assert "fastest baseline" in table.header
     assert table.caption[2].startswith("Goal: at least 1.00x the fastest baseline's rate;")
+
+
+def test_a_reason_without_a_rate_lists_its_sizes_unambiguously(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    line = ("at N=128,256, 151,936: Liger-Kernel's softmax takes rows of at most 65,536 values; "
+            "at N=1,024: another reason; with a semicolon")  # fmt: skip
+    assert report.reason_text(line) == (
+        "at N = 128,256; 151,936: Liger-Kernel's softmax takes rows of at most 65,536 values; "
+        "at N = 1,024: another reason; with a semicolon"
+    )
+    assert report.reason_text("liger_kernel cannot be imported here") == (
+        "liger_kernel cannot be imported here"
+    )
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert report.reason_text(line).startswith(
+        "при N = 128\xa0256; 151\xa0936: softmax из Liger-Kernel принимает строки не длиннее"
+    )
+
+
+def test_every_recorded_reason_has_a_russian_translation() -> None:
+    # The reasons are written by the harness and the baselines, in English, into records
+    # made on a GPU; the Russian edition shows them translated.
+    russian = messages.catalog("ru")
+    reasons = [
+        (path.name, part)
+        for path in sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))
+        for line in measurements.read(path).unavailable.values()
+        for part in report._NEXT_PART.split(line)
+    ]
+    assert reasons
+    for name, part in reasons:
+        match = report._REASON_PART.fullmatch(part)
+        why = match["why"] if match else part
+        assert why in russian, f"{name}: no Russian for {why!r} (kernels/locales/ru.po)"
