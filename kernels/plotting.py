@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, series_name
+from .messages import _, number, recorded, series_name
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
@@ -117,7 +117,11 @@ def plot_measurement(measurement: Measurement) -> Figure:
         linestyle="--",
         linewidth=1.2,
         color=CEILING_COLOUR,
-        label=f"{ceiling.name} ({ceiling.value:,.0f} {measurement.metric})",
+        label=_("{ceiling} ({value} {metric})").format(
+            ceiling=recorded(ceiling.name),
+            value=number(f"{ceiling.value:,.0f}"),
+            metric=measurement.metric,
+        ),
     )
     # One legend entry for every lighter line.
     ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,

@@ -13,7 +13,16 @@ import pytest
 import torch
 from records import launch_doc, records_folder, sample, sample_doc
 
-from kernels import bench, fingerprint, launch_record, measurements, shards, timing, vector_add
+from kernels import (
+    bench,
+    fingerprint,
+    launch_record,
+    measurements,
+    messages,
+    shards,
+    timing,
+    vector_add,
+)
 from kernels.measurements import MeasurementError
 from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
 from kernels.report import results_table
@@ -151,6 +160,22 @@ def test_figure_draws_kernel_time_call_time_the_ceiling_and_a_caption() -> None:
     assert record.environment["date"][:10] in caption
     assert f"code at commit {record.code.commit}" in caption
     assert "drawn from that record" in caption
+
+
+def test_the_ceiling_s_legend_speaks_the_edition_s_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = sample()
+    value = f"{record.ceiling.value:,.0f}"
+
+    def ceiling_label() -> str:
+        lines = plot_measurement(record).axes[0].get_lines()
+        return next(line for line in lines if line.get_linestyle() == "--").get_label()
+
+    assert ceiling_label() == f"device copy ({value} GB/s)"
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    russian_value = value.replace(",", "\xa0")
+    assert ceiling_label() == f"копирование на устройстве ({russian_value} GB/s)"
 
 
 def test_a_rate_that_is_null_is_a_gap_in_its_line() -> None:
