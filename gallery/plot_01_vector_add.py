@@ -106,9 +106,9 @@ same GPU.
 
 from kernels import vector_add
 from kernels.bench import check
-from kernels.runtime import describe_device
+from kernels.messages import kernels_run_on
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for dtype in vector_add.SUPPORTED_DTYPES:
     print(check(vector_add.BENCHMARK, 98_432, dtype=dtype))
 

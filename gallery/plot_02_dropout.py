@@ -150,9 +150,10 @@ for seed in (42, 42, 7):
 
 from kernels import dropout
 from kernels.bench import check
-from kernels.runtime import describe_device, kernel_device
+from kernels.messages import kernels_run_on
+from kernels.runtime import kernel_device
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n_elements in (1, 1000, 4097):
     print(check(dropout.BENCHMARK, n_elements))
 

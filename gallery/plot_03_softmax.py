@@ -200,9 +200,10 @@ print(f"the whole row at once:  m = {row.max().item()}, s = {torch.exp(row - row
 
 from kernels import softmax
 from kernels.bench import check, relative_error
-from kernels.runtime import describe_device, kernel_device
+from kernels.messages import kernels_run_on
+from kernels.runtime import kernel_device
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n_cols in (1, 781, 20000):
     print(check(softmax.BENCHMARK, n_cols))
 long_rows = torch.randn(3, softmax.MAX_FUSED_COLS + 4465, device=kernel_device())

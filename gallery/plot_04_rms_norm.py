@@ -122,9 +122,9 @@ neither.
 
 from kernels import rms_norm
 from kernels.bench import check
-from kernels.runtime import describe_device
+from kernels.messages import kernels_run_on
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n_cols in (1, 781, 2048):
     print(check(rms_norm.BENCHMARK, n_cols))
 

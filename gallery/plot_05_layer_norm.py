@@ -193,9 +193,10 @@ import torch
 
 from kernels import layer_norm
 from kernels.bench import check
-from kernels.runtime import describe_device, kernel_device
+from kernels.messages import kernels_run_on
+from kernels.runtime import kernel_device
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n_cols in (3, 781):
     print(check(layer_norm.BENCHMARK, n_cols))
     print(check(layer_norm.BACKWARD_BENCHMARK, n_cols))

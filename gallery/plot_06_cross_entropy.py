@@ -139,9 +139,10 @@ import torch
 
 from kernels import cross_entropy
 from kernels.bench import check
-from kernels.runtime import describe_device, kernel_device
+from kernels.messages import kernels_run_on
+from kernels.runtime import kernel_device
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n_classes in (1, 1000, 5000):
     print(check(cross_entropy.BENCHMARK, n_classes))
     print(check(cross_entropy.BACKWARD_BENCHMARK, n_classes))

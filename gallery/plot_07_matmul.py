@@ -177,9 +177,10 @@ import torch
 
 from kernels import matmul
 from kernels.bench import check, relative_error
-from kernels.runtime import describe_device, kernel_device
+from kernels.messages import kernels_run_on
+from kernels.runtime import kernel_device
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for n in matmul.BENCHMARK.interpreter_sizes:
     print(check(matmul.BENCHMARK, n))
 generator = torch.Generator(device=kernel_device()).manual_seed(0)

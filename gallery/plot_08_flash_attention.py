@@ -219,9 +219,9 @@ print(f"BLOCK_M = {tiles.block_m}, BLOCK_N = {tiles.block_n}: {visited} of {pair
 # is not a multiple of any block, so the masked edges are checked too.
 
 from kernels.bench import check
-from kernels.runtime import describe_device
+from kernels.messages import kernels_run_on
 
-print(f"Kernels run on {describe_device()}.")
+print(kernels_run_on())
 for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
     for seq_len in spec.interpreter_sizes:
         print(check(spec, seq_len))

@@ -42,6 +42,7 @@ from .measurements import (
     MeasurementError,
     StaleMeasurementError,
 )
+from .messages import _, number, translated
 from .runtime import describe_device, interpreted, kernel_device
 from .spec import BenchmarkSpec, Output, ProviderUnavailable
 
@@ -92,11 +93,13 @@ class CheckResult:
     tolerance: float
 
     def __str__(self) -> str:
-        dtype = str(self.dtype).removeprefix("torch.")
-        return (
-            f"{self.provider} {self.benchmark}, {self.x_name} = {self.size:,}, {dtype}: "
-            f"relative error {self.relative_error:.1e} <= {self.tolerance:.0e}: OK"
-        )
+        line = _("{provider} {benchmark}, {x_name} = {size}, {dtype}: relative error {error} "
+                 "<= {tolerance}: OK")  # fmt: skip
+        return line.format(
+            provider=self.provider, benchmark=self.benchmark, x_name=self.x_name,
+            size=number(f"{self.size:,}"), dtype=str(self.dtype).removeprefix("torch."),
+            error=number(f"{self.relative_error:.1e}"), tolerance=number(f"{self.tolerance:.0e}"),
+        )  # fmt: skip
 
 
 def relative_error(out: Output, reference: Output) -> float:
@@ -585,11 +588,13 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     if measuring():
         measurement = measure(spec)
         path = measurements.save(measurement)
-        print(f"Recorded {path.parent.name}/{path.name} on {measurement.environment['gpu']}.")
+        where = f"{path.parent.name}/{path.name}"
+        print(_("Recorded {file} on {gpu}.").format(file=where, gpu=measurement.environment["gpu"]))
         if path.parent.name == measurements.PRIMARY_GPU:
             return measurement
         return recorded(spec)
-    print(f"Not measuring here: checking {spec.name} on {describe_device()}.")
+    print(_("Not measuring here: checking {benchmark} on {device}.").format(
+        benchmark=spec.name, device=translated(describe_device())))  # fmt: skip
     for size in spec.interpreter_sizes:
         print(check(spec, size))
     return recorded(spec)

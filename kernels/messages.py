@@ -70,10 +70,19 @@ def _(message: str) -> str:
     return catalog(language()).get(message, message)
 
 
-def recorded(text: str) -> str:
-    """A text that the harness wrote into a record, in English (why a provider has no
-    rate), in the language of this run where the catalog has it."""
+def translated(text: str) -> str:
+    """``text``, made elsewhere than a ``_()`` call (an exercise's marked text, why a
+    record's provider has no rate, the device's description), in the language of this
+    run where the catalog has it, else as it is."""
     return catalog(language()).get(text, text)
+
+
+def kernels_run_on() -> str:
+    """The line each page prints before its kernels run: where they run (a GPU's name, or
+    the CPU through Triton's interpreter), in the language of this run."""
+    from .runtime import describe_device  # the runtime imports nothing of this module
+
+    return _("Kernels run on {device}.").format(device=translated(describe_device()))
 
 
 def number(english: str) -> str:

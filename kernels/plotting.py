@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number, recorded, series_name
+from .messages import _, number, series_name, translated
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
@@ -118,7 +118,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
         linewidth=1.2,
         color=CEILING_COLOUR,
         label=_("{ceiling} ({value} {metric})").format(
-            ceiling=recorded(ceiling.name),
+            ceiling=translated(ceiling.name),
             value=number(f"{ceiling.value:,.0f}"),
             metric=measurement.metric,
         ),

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import measurements, other_gpus
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number, recorded, series_name
+from .messages import _, number, series_name, translated
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -337,12 +337,12 @@ def reason_text(line: str) -> str:
     for part in _NEXT_PART.split(line):
         match = _REASON_PART.fullmatch(part)
         if match is None:
-            parts.append(recorded(part))
+            parts.append(translated(part))
             continue
         sizes = [number(f"{int(size.replace(',', '')):,}") for size in match["sizes"].split(", ")]
         where = _("at {x_name} = {sizes}: {reason}")
         parts.append(where.format(x_name=match["x_name"], sizes="; ".join(sizes),
-                                  reason=recorded(match["why"])))  # fmt: skip
+                                  reason=translated(match["why"])))  # fmt: skip
     return "; ".join(parts)
 
 

@@ -184,3 +184,14 @@ def test_russian_lesson_1_contains_the_seed_sentences() -> None:
     assert len(sentences) > 15
     for sentence in sentences:
         assert sentence in text, f"the Russian lesson 1 lacks the seed's sentence {sentence!r}"
+
+
+def test_where_the_kernels_run_is_said_in_the_edition_s_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cpu = "the CPU, through Triton's interpreter"
+    monkeypatch.setattr("kernels.runtime.describe_device", lambda: cpu)
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert messages.kernels_run_on() == "Ядра выполняются на CPU, через интерпретатор Triton."
+    monkeypatch.setattr("kernels.runtime.describe_device", lambda: "NVIDIA H100 80GB HBM3")
+    assert messages.kernels_run_on() == "Ядра выполняются на NVIDIA H100 80GB HBM3."

@@ -18,8 +18,7 @@ from exercise_pages import NOTEBOOK_FOLDER, kind_label, notebook_path, pages_wit
 from sphinx.application import Sphinx
 
 from kernels.exercises import Exercise, lesson_exercises
-from kernels.exercises.model import translated
-from kernels.messages import _
+from kernels.messages import _, translated
 
 # Characters that Markdown or the HTML inside it would read as markup.
 _ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -29,8 +29,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
 from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
-from kernels.exercises.model import translated
-from kernels.messages import _
+from kernels.messages import _, translated
 from quiz.directive import indent, inline_nodes, parse_skeleton, warn_of_shared_anchors
 
 # The folder of the built site that holds each page's exercises as a notebook

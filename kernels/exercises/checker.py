@@ -29,7 +29,7 @@ import torch
 from triton.runtime.jit import KernelInterface
 
 from ..bench import RELATIVE_TOLERANCE
-from ..messages import _, number
+from ..messages import _, number, translated
 from ..runtime import kernel_device
 from .model import (
     CONTIGUOUS,
@@ -40,7 +40,6 @@ from .model import (
     Launch,
     LauncherTask,
     Layout,
-    translated,
 )
 
 # The fewest elements of guard before and after every tensor: more than the largest tile

@@ -22,8 +22,6 @@ import torch
 import triton
 import triton.language as tl
 
-from ..messages import catalog, language
-
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # What an exercise asks for, as the page labels it.
 KINDS = ("plan", "fill-in", "find-the-bug", "predict")
@@ -38,12 +36,6 @@ def N_(message: str) -> str:
     one of the place that shows it (a page of an edition, a learner's session), which is
     not known when the exercise is defined. ``_()`` translates it there."""
     return message
-
-
-def translated(message: str) -> str:
-    """A text marked with :func:`N_`, in the language of this run (see
-    :mod:`kernels.messages`)."""
-    return catalog(language()).get(message, message)
 
 
 class ExerciseDefinitionError(ValueError):

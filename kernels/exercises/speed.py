@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from ..messages import _, number
+from ..messages import _, number, translated
 from ..runtime import describe_device, interpreted
 from ..timing import best_of, copy_rate, kernel_time_ms
-from .model import N_, Exercise, KernelTask, Launch, Speed, translated
+from .model import N_, Exercise, KernelTask, Launch, Speed
 
 # The timed case of the row-wise exercises: rows of float32 values, 32 MiB in all, far
 # more than the L2 holds.
