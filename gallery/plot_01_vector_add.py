@@ -106,7 +106,7 @@ same GPU.
 
 from kernels import vector_add
 from kernels.bench import check
-from kernels.messages import kernels_run_on
+from kernels.messages import _, kernels_run_on, number
 
 print(kernels_run_on())
 for dtype in vector_add.SUPPORTED_DTYPES:
@@ -184,9 +184,10 @@ table
 
 above = [row["size"] for row in table.sizes if row["of_ceiling"] > 1]
 if above:
-    print("Above the copy ceiling at N = " + ", ".join(f"{size:,}" for size in above) + ".")
+    sizes = "; ".join(number(f"{size:,}") for size in above)
+    print(_("Above the copy ceiling at N = {sizes}.").format(sizes=sizes))
 elif table.sizes:
-    print("Below the copy ceiling at every size in the table.")
+    print(_("Below the copy ceiling at every size in the table."))
 
 # %%
 # Half precision

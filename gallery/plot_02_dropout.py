@@ -60,12 +60,18 @@ mask again.
 import torch
 
 from kernels.dropout import philox4x32
+from kernels.messages import _, number
 
 counters = torch.arange(3)
 for seed in (42, 42, 7):
     numbers = torch.stack(philox4x32(counters, seed), dim=1)
     for counter, row in zip(counters.tolist(), numbers.tolist(), strict=True):
-        print(f"seed {seed:>2}, counter {counter}: " + " ".join(f"{n:08x}" for n in row))
+        words = " ".join(f"{n:08x}" for n in row)
+        print(
+            _("seed {seed}, counter {counter}: {words}").format(
+                seed=f"{seed:>2}", counter=counter, words=words
+            )
+        )
 
 # %%
 # Each line is one Philox call: four 32-bit numbers, in hexadecimal. The first two
@@ -167,9 +173,11 @@ x = torch.randn(2**18, device=kernel_device())
 first = dropout.dropout(x, p=0.3, seed=42)
 again = dropout.dropout(x, p=0.3, seed=42)
 other = dropout.dropout(x, p=0.3, seed=43)
-print("same seed, same output:", torch.equal(first, again))
-print(f"another seed: {(first != other).float().mean().item():.1%} of the elements differ")
-print(f"share of zeros with p = 0.3: {(first == 0).float().mean().item():.4f}")
+print(_("same seed, same output: {same}").format(same=torch.equal(first, again)))
+differ = number(f"{(first != other).float().mean().item():.1%}")
+print(_("another seed: {share} of the elements differ").format(share=differ))
+zeros = number(f"{(first == 0).float().mean().item():.4f}")
+print(_("share of zeros with p = 0.3: {share}").format(share=zeros))
 
 # %%
 # The memory saved
@@ -180,8 +188,10 @@ print(f"share of zeros with p = 0.3: {(first == 0).float().mean().item():.4f}")
 # this kernel keeps:
 
 output, mask = torch.ops.aten.native_dropout(x, 0.3, True)
-print(f"activations: {x.nbytes:,} bytes; PyTorch keeps a {mask.dtype} mask of "
-      f"{mask.nbytes:,} bytes for backward; this kernel keeps only p and the seed")  # fmt: skip
+kept = _("activations: {x_bytes} bytes; PyTorch keeps a {dtype} mask of {mask_bytes} bytes "
+         "for backward; this kernel keeps only p and the seed")  # fmt: skip
+print(kept.format(x_bytes=number(f"{x.nbytes:,}"), dtype=mask.dtype,
+                  mask_bytes=number(f"{mask.nbytes:,}")))  # fmt: skip
 
 # %%
 # Measure it

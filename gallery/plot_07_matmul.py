@@ -177,7 +177,7 @@ import torch
 
 from kernels import matmul
 from kernels.bench import check, relative_error
-from kernels.messages import kernels_run_on
+from kernels.messages import _, kernels_run_on, number
 from kernels.runtime import kernel_device
 
 print(kernels_run_on())
@@ -192,7 +192,8 @@ for activation in matmul.ACTIVATIONS:
     error = relative_error(
         matmul.matmul(a, b, activation), matmul.torch_matmul(a.double(), b.double(), activation)
     )
-    print(f"{activation:>5}(A @ B), 77 x 300 by 300 x 45, float16: relative error {error:.1e}")
+    line = _("{product}, 77 x 300 by 300 x 45, float16: relative error {error}")
+    print(line.format(product=f"{activation:>5}(A @ B)", error=number(f"{error:.1e}")))
 
 # %%
 # What the launcher accepts: ``x @ W.t()``
@@ -221,12 +222,15 @@ weight /= 256**0.5  # a linear layer's weight, out by in features
 out = matmul.matmul(x, weight.t())
 path = "descriptor" if matmul.tma_applies(x, weight, out) else "pointer"
 error = relative_error(out, x.double() @ weight.double().t())
-print(f"x @ weight.t(), {path} kernel, weight read in place: relative error {error:.1e}")
+kernel = _("descriptor kernel") if path == "descriptor" else _("pointer kernel")
+line = _("x @ weight.t(), {kernel}, weight read in place: relative error {error}")
+print(line.format(kernel=kernel, error=number(f"{error:.1e}")))
 # Every third column (of every other row of the weight): no descriptor takes these strides.
 x_part, weight_part = x[:, ::3], weight[::2, ::3]
 out = matmul.matmul(x_part, weight_part.t())
 error = relative_error(out, x_part.double() @ weight_part.double().t())
-print(f"x[:, ::3] @ weight[::2, ::3].t(), pointer kernel: relative error {error:.1e}")
+line = _("x[:, ::3] @ weight[::2, ::3].t(), pointer kernel: relative error {error}")
+print(line.format(error=number(f"{error:.1e}")))
 
 # %%
 # Gradients
@@ -254,8 +258,8 @@ matmul.matmul(x, weight.t(), "gelu").backward(grad)
 x64, weight64 = (t.detach().double().requires_grad_() for t in (x, weight))
 matmul.torch_matmul(x64, weight64.t(), "gelu").backward(grad.double())
 for name, mine, reference in (("x", x.grad, x64.grad), ("weight", weight.grad, weight64.grad)):
-    print(f"gradient of {name} through gelu(x @ weight.t()): relative error "
-          f"{relative_error(mine, reference):.1e}")  # fmt: skip
+    line = _("gradient of {name} through gelu(x @ weight.t()): relative error {error}")
+    print(line.format(name=name, error=number(f"{relative_error(mine, reference):.1e}")))
 
 # %%
 # The order of the tiles
@@ -305,10 +309,10 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
     ax.set_yticks([])
     a_tiles = int(first.any(dim=1).sum())
     b_tiles = int(first.any(dim=0).sum())
-    print(
-        f"GROUP_M={group_m}: the first {IN_FLIGHT} programs read tiles of A from {a_tiles} "
-        f"row(s) and tiles of B from {b_tiles} column(s): {a_tiles + b_tiles} strips in all"
-    )
+    line = _("GROUP_M={group_m}: the first {programs} programs read tiles of A from {a} "
+             "row(s) and tiles of B from {b} column(s): {strips} strips in all")  # fmt: skip
+    print(line.format(group_m=group_m, programs=IN_FLIGHT, a=a_tiles, b=b_tiles,
+                      strips=a_tiles + b_tiles))  # fmt: skip
 style(fig)
 caption = _(
     "Program numbers on a grid of {tiles} x {tiles} tiles of C, computed by `grouped_tile` "
@@ -396,9 +400,11 @@ if square.fresh:
     # persistent kernel from there up.
     for kernel, tuner in (("descriptor", matmul.tuned_matmul_tma_kernel),
                           ("persistent", matmul.tuned_matmul_tma_persistent_kernel)):  # fmt: skip
-        print(f"Configurations autotune chose in this run ({kernel} kernel):")
+        name = _("descriptor kernel") if kernel == "descriptor" else _("persistent kernel")
+        print(_("Configurations autotune chose in this run ({kernel}):").format(kernel=name))
         for key, config in tuner.cache.items():
-            print(f"  M rounded up, N, K = {key[:3]}, A and B transposed = {key[3:5]}: {config}")
+            line = _("  M rounded up, N, K = {sizes}, A and B transposed = {layout}: {config}")
+            print(line.format(sizes=key[:3], layout=key[3:5], config=config))
 table
 
 # %%
@@ -496,7 +502,8 @@ for n in (2048, 2047):
     ptx = pointer_kernel_ptx(n)
     copies = len(re.findall(r"cp\.async\.cg\.shared\.global", ptx))
     loads = len(re.findall(r"ld\.global\.b16", ptx))
-    print(f"n = {n}: {copies} cp.async (16 bytes each), {loads} ld.global.b16 (2 bytes each)")
+    line = _("n = {n}: {copies} cp.async (16 bytes each), {loads} ld.global.b16 (2 bytes each)")
+    print(line.format(n=n, copies=copies, loads=loads))
 
 # %%
 # With aligned rows, the tiles of ``A`` and ``B`` travel as asynchronous 16-byte copies,

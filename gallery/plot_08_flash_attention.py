@@ -39,13 +39,14 @@ and the backward pass that training needs.
 # How big is the matrix?
 
 from kernels import attention
+from kernels.messages import _, number
 
 for seq_len in (4096, 16384):
     scores = attention.BATCH * attention.HEADS * seq_len**2
-    print(
-        f"{attention.BATCH} sequences x {attention.HEADS} heads at {seq_len:,} tokens: "
-        f"{scores * 2 / 1e9:,.1f} GB for one bfloat16 copy of the scores"
-    )
+    line = _("{batch} sequences x {heads} heads at {tokens} tokens: {gb} GB for one bfloat16 "
+             "copy of the scores")  # fmt: skip
+    print(line.format(batch=attention.BATCH, heads=attention.HEADS, tokens=number(f"{seq_len:,}"),
+                      gb=number(f"{scores * 2 / 1e9:,.1f}")))  # fmt: skip
 
 # %%
 # Tiles of queries and keys
@@ -158,9 +159,12 @@ for block_m in range(SEQ_LEN // tiles.block_m):
         else:
             row += "."  # after every query of the block: skipped
     visited += len(row) - row.count(".")
-    print(f"queries {diagonal:>5,} to {diagonal + tiles.block_m - 1:>5,}: {row}")
+    last = diagonal + tiles.block_m - 1
+    print(_("queries {first} to {last}: {row}").format(first=f"{diagonal:>5,}", last=f"{last:>5,}",
+                                                      row=row))  # fmt: skip
 pairs = (SEQ_LEN // tiles.block_m) * (SEQ_LEN // tiles.block_n)
-print(f"BLOCK_M = {tiles.block_m}, BLOCK_N = {tiles.block_n}: {visited} of {pairs} pairs visited")
+line = _("BLOCK_M = {block_m}, BLOCK_N = {block_n}: {visited} of {pairs} pairs visited")
+print(line.format(block_m=tiles.block_m, block_n=tiles.block_n, visited=visited, pairs=pairs))
 
 # %%
 # When the sequence is a whole number of blocks, only the ``M`` blocks pay for the
