@@ -204,7 +204,9 @@ def test_a_build_without_liger_records_its_series_unavailable_with_the_reason() 
     # The record is valid as it is, and says why the line is missing under its table.
     assert measurements.from_json(record.to_json(), "x") == record
     notes = results_table(record, min_work=0).notes
-    assert notes == [f"No Liger rate {reason}."]
+    # The table lists the sizes separated by semicolons ("64, 128" could read as 64,128).
+    shown = reason.replace("at N=64, 128:", "at N = 64; 128:")
+    assert notes == [f"No Liger rate {shown}."]
 
 
 @pytest.mark.usefixtures("measure_without_timing")
