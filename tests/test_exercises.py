@@ -433,6 +433,15 @@ def test_the_directive_renders_statement_starter_hints_and_solution(tmp_path: Pa
     assert "Write it from a plan" in html and "Predict, then run" in html
 
 
+def test_the_directive_links_the_page_s_notebook_in_a_sentence(tmp_path: Path) -> None:
+    result = build(tmp_path, "intro")
+    assert result.returncode == 0, result.stderr
+    html = " ".join((tmp_path / "_out" / "index.html").read_text(encoding="utf-8").split())
+    # The words around the link keep their spaces.
+    assert re.search(r'checks each: <a [^>]*href="exercises/intro\.ipynb"[^>]*>download the '
+                     r"notebook</a> \(it needs Jupyter", html)  # fmt: skip
+
+
 def test_the_directive_shows_package_text_as_written(tmp_path: Path) -> None:
     conf = (
         "\nimport dataclasses\nimport kernels.exercises.intro as lesson\n"

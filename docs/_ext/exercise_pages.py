@@ -140,9 +140,12 @@ def lesson_rst(
             "the course's kernel and PyTorch, where the exercise has one."
         )
     )
-    download = skeleton.text(_("All of them in a notebook, with a cell that checks each: "))
-    download += skeleton.link(_("download the notebook"), notebook_uri)
-    download += skeleton.text(_(" (it needs Jupyter and the course installed)."))
+    # Tokens apart: a text piece is shown with its outer spaces trimmed.
+    download = " ".join([
+        skeleton.text(_("All of them in a notebook, with a cell that checks each:")),
+        skeleton.link(_("download the notebook"), notebook_uri),
+        skeleton.text(_("(it needs Jupyter and the course installed).")),
+    ])  # fmt: skip
     blocks = [exercise_rst(item, n, skeleton) for n, item in enumerate(exercises, 1)]
     return (
         ".. container:: exercises\n\n"
