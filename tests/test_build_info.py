@@ -37,7 +37,9 @@ def test_outside_git_the_line_has_no_date(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert build_info.commit_date(tmp_path) is None
     monkeypatch.setattr(build_info, "commit_date", lambda: None)
     monkeypatch.setattr(fingerprint, "commit", lambda: "unknown")
-    assert "from commit unknown with Triton" in build_info.build_line()
+    assert "from an unknown commit with Triton" in build_info.build_line()
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert "из неизвестного коммита с Triton" in build_info.build_line()
 
 
 def test_every_page_s_footer_has_the_line(docs_build: DocsBuild) -> None:

@@ -43,11 +43,12 @@ def build_line() -> str:
     """The footer's words, in the build's language, as plain text."""
     commit = fingerprint.commit()
     date = commit_date()
-    source = (
-        _("commit {commit} of {date}").format(commit=commit, date=date)
-        if date and commit != "unknown"
-        else _("commit {commit}").format(commit=commit)
-    )
+    if commit == "unknown":  # no git here (a copy of the sources, an installed package)
+        source = _("an unknown commit")
+    elif date:
+        source = _("commit {commit} of {date}").format(commit=commit, date=date)
+    else:
+        source = _("commit {commit}").format(commit=commit)
     line = _(
         "ninja_gap {version}, built on {built} from {source} with Triton {triton} and "
         "PyTorch {torch}."
