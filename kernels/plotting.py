@@ -34,9 +34,11 @@ _FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17
 CEILING_COLOUR = "#555555"
 # Call time is drawn in the colour of its provider, lighter.
 CALL_TIME_ALPHA = 0.35
-# Sized for a phone as much as for a laptop: a 6.4-inch figure is 640 pixels wide, and
-# on a 390-pixel phone screen, shrunk to the column, 12-point text is still 9 pixels tall.
-FIGURE_SIZE = (6.4, 4.8)
+# Sized for a phone as much as for a laptop: a 6-inch figure is about 610 pixels wide
+# once saved (legends and labels add a little), and on a 390-pixel phone screen, shrunk
+# to the narrowest column a figure gets (342 pixels, a lesson's captioned figure), 12-point
+# text is still 9 pixels tall. At 6.4 inches (651 pixels saved) it was 8.8.
+FIGURE_SIZE = (6.0, 4.5)
 # The smallest text in any figure of the site, in points (the build refuses smaller).
 TEXT_PT = 12
 

@@ -24,7 +24,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.patheffects import withStroke
 
 from .messages import _
-from .plotting import TEXT_PT, style
+from .plotting import FIGURE_SIZE, TEXT_PT, style
 from .runtime import kernel_device
 
 # What a lane holds when no program wrote it.
@@ -262,7 +262,7 @@ def draw_tile_map(
         height = 1.9
     else:
         height = 1.6 + min(3.6, max(1.2, 5.4 * lanes.shape[0] / lanes.shape[1]))
-    fig, ax = plt.subplots(figsize=(6.4, height), layout="constrained")
+    fig, ax = plt.subplots(figsize=(FIGURE_SIZE[0], height), layout="constrained")
     ax.imshow(_colours(lanes), extent=(0, lanes.shape[1], lanes.shape[0], 0),
               aspect="auto", interpolation="nearest")  # fmt: skip
     ax.add_patch(Rectangle((0, 0), shape[1], shape[0], fill=False, linewidth=2.5,
