@@ -40,6 +40,7 @@ from .measurements import (
     Code,
     Measurement,
     MeasurementError,
+    Record,
     StaleMeasurementError,
 )
 from .messages import _, number, translated
@@ -580,19 +581,23 @@ def recorded(spec: BenchmarkSpec) -> Measurement:
         return placeholder(spec, str(error))
 
 
+def save_and_keep_primary(record: Record, primary: Callable[[], Record]) -> Record:
+    """Save ``record`` (just measured) in its GPU's folder and say so; return it when its
+    GPU is the primary one, else ``primary()``: the primary GPU's record of the same
+    benchmark, which the prose and verdicts use."""
+    path = measurements.save(record)
+    where = f"{path.parent.name}/{path.name}"
+    print(_("Recorded {file} on {gpu}.").format(file=where, gpu=record.environment["gpu"]))
+    return record if path.parent.name == measurements.PRIMARY_GPU else primary()
+
+
 def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     """On a GPU, measure ``spec`` and record the file in that GPU's folder; otherwise check
     the kernel at its small sizes and print the checks. Return the measurement on the
     primary GPU: the one just made when this is the primary GPU, else :func:`recorded`
     (the page shows the other GPUs' records beside it)."""
     if measuring():
-        measurement = measure(spec)
-        path = measurements.save(measurement)
-        where = f"{path.parent.name}/{path.name}"
-        print(_("Recorded {file} on {gpu}.").format(file=where, gpu=measurement.environment["gpu"]))
-        if path.parent.name == measurements.PRIMARY_GPU:
-            return measurement
-        return recorded(spec)
+        return save_and_keep_primary(measure(spec), lambda: recorded(spec))
     print(_("Not measuring here: checking {benchmark} on {device}.").format(
         benchmark=spec.name, device=translated(describe_device())))  # fmt: skip
     for size in spec.interpreter_sizes:

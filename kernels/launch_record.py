@@ -12,7 +12,7 @@ harness need not depend on them all.
 import time
 
 from . import fingerprint, launch_cost, measurements, provenance
-from .bench import _refuse_if_stale, draft, measuring
+from .bench import _refuse_if_stale, draft, measuring, save_and_keep_primary
 from .measurements import LAUNCH_OVERHEAD, Code, LaunchOverhead, MeasurementError
 from .runtime import interpreted
 
@@ -124,9 +124,5 @@ def launch_overhead_or_load() -> LaunchOverhead:
     Return the primary GPU's: the one just measured on the primary GPU, else
     :func:`recorded_launch_overhead`."""
     if measuring():
-        record = measure_launch_overhead()
-        path = measurements.save(record)
-        print(f"Recorded {path.parent.name}/{path.name} on {record.environment['gpu']}.")
-        if path.parent.name == measurements.PRIMARY_GPU:
-            return record
+        return save_and_keep_primary(measure_launch_overhead(), recorded_launch_overhead)
     return recorded_launch_overhead()
