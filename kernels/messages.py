@@ -18,6 +18,8 @@ import os
 import re
 from pathlib import Path
 
+from .runtime import describe_device
+
 LANGUAGE_VARIABLE = "NINJA_GAP_LANGUAGE"
 LOCALES = Path(__file__).resolve().parent / "locales"
 ENGLISH = "en"
@@ -80,8 +82,6 @@ def translated(text: str) -> str:
 def kernels_run_on() -> str:
     """The line each page prints before its kernels run: where they run (a GPU's name, or
     the CPU through Triton's interpreter), in the language of this run."""
-    from .runtime import describe_device  # the runtime imports nothing of this module
-
     return _("Kernels run on {device}.").format(device=translated(describe_device()))
 
 

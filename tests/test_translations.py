@@ -190,8 +190,8 @@ def test_where_the_kernels_run_is_said_in_the_edition_s_language(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cpu = "the CPU, through Triton's interpreter"
-    monkeypatch.setattr("kernels.runtime.describe_device", lambda: cpu)
+    monkeypatch.setattr(messages, "describe_device", lambda: cpu)
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
     assert messages.kernels_run_on() == "Ядра выполняются на CPU, через интерпретатор Triton."
-    monkeypatch.setattr("kernels.runtime.describe_device", lambda: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(messages, "describe_device", lambda: "NVIDIA H100 80GB HBM3")
     assert messages.kernels_run_on() == "Ядра выполняются на NVIDIA H100 80GB HBM3."

@@ -11,9 +11,11 @@ as the page's checks do, so that it needs no GPU. The texts come from
 
 import json
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
+from downloads import installed_imports
 from exercise_pages import NOTEBOOK_FOLDER, kind_label, notebook_path, pages_with_exercises
 from sphinx.application import Sphinx
 
@@ -79,24 +81,16 @@ def _code(code: str) -> dict[str, Any]:
     }
 
 
-def installed_name(value: object) -> str:
-    """The module that defines ``value`` (a function or a Triton kernel), as the installed
-    course names it."""
-    module = getattr(getattr(value, "fn", value), "__module__", "")
-    for folder in ("kernels", "quiz"):
-        if module == folder or module.startswith(f"{folder}."):
-            return f"ninja_gap.{module}"
-    return module
-
-
 def name_imports(exercise: Exercise) -> list[str]:
     """Import lines for the names an exercise's code uses without defining them (a kernel
-    of the course), as the installed course names their modules."""
+    of the course), as the installed course names their modules (as the gallery's
+    downloads do: :func:`downloads.installed_imports`)."""
     lines = []
     for name, value in sorted(exercise.names.items()):
+        module = getattr(getattr(value, "fn", value), "__module__", "")  # a kernel's is fn's
         own = getattr(value, "__name__", name)
         alias = "" if own == name else f" as {name}"
-        lines.append(f"from {installed_name(value)} import {own}{alias}")
+        lines.append(installed_imports(f"from {module} import {own}{alias}"))
     return lines
 
 
@@ -110,7 +104,7 @@ def setup_code() -> str:
     )
     return "\n".join(
         [
-            *(f"# {line}" for line in _wrapped(comment, 86)),
+            *(f"# {line}" for line in textwrap.wrap(comment, 86)),
             "import os",
             "",
             'os.environ["TRITON_INTERPRET"] = "1"',
@@ -122,17 +116,6 @@ def setup_code() -> str:
             "from ninja_gap.kernels.exercises import check",
         ]
     )
-
-
-def _wrapped(text: str, width: int) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return [*lines, line] if line else lines
 
 
 def _folded(summary: str, body: str) -> str:
