@@ -85,6 +85,36 @@ def test_rates_time_each_provider_and_count_the_bytes_once(
     assert len(called) == 3 and torch.equal(called[1], called[2])
 
 
+def test_the_profilers_spurious_cycle_warning_does_not_reach_the_learner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PyTorch 2.11's profiler warns of "cycles" when it runs a second time (it did on
+    # the H100): the learner sees the rates, not that warning. Other warnings still pass.
+    import warnings
+
+    def warning_timer(fn: object) -> float:
+        warnings.warn(speed.PROFILER_CYCLE_WARNING + ". Only events ...", UserWarning, stacklevel=2)
+        return 1.0
+
+    monkeypatch.setattr(speed, "kernel_time_ms", warning_timer)
+    monkeypatch.setattr(speed, "copy_rate", lambda n_bytes: warning_timer(None))
+    small = dataclasses.replace(
+        ADD_SPEED,
+        make_inputs=lambda device: {n: torch.ones(10, device=device) for n in "xy"},
+        out_shape=(10,),
+    )
+    item = dataclasses.replace(ADD_MASK, speed=small)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        speed.rates(item, ADD_MASK.code("solution"), kernel_device())
+    assert [str(w.message) for w in seen] == []
+    monkeypatch.setattr(
+        speed, "copy_rate", lambda n_bytes: warnings.warn("other", stacklevel=2) or 1.0
+    )
+    with pytest.warns(UserWarning, match="other"):
+        speed.rates(item, ADD_MASK.code("solution"), kernel_device())
+
+
 def test_the_report_gives_rates_share_and_ratios(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(speed, "describe_device", lambda: "NVIDIA H100 80GB HBM3")
     rates = {"yours": 2900.0, "course": 3000.0, "pytorch": 2500.0, "copy": 3100.0}
