@@ -37,7 +37,7 @@ def compile_for_gpu(
     as ``TRITON_DEBUG=1`` would at launch (device assertions and integer overflow checks
     kept); ``num_warps`` and ``num_stages`` as at launch. A constexpr may be a Triton
     dtype (``tl.float32``).
-    Returns the text of each stage in :data:`STAGES`.
+    Returns the text of each stage in :data:`STAGES` (a Gluon kernel has no "ttir").
     """
     sent = {name: _send(value) for name, value in constexprs.items()}
     request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": sent,
@@ -82,13 +82,21 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
         for name in request["divisible_by_16"]
     }
     constexprs = {name: _received(value) for name, value in request["constexprs"].items()}
-    source = ASTSource(
+    # A Gluon kernel (``@gluon.jit``) is compiled from its own kind of source: its
+    # layouts are given, not inferred.
+    source_type = ASTSource
+    if kernel.is_gluon():
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        source_type = GluonASTSource
+    source = source_type(
         fn=kernel, signature=request["signature"], constexprs=constexprs, attrs=attrs
     )
     target = GPUTarget("cuda", request["arch"], 32)
     options = {key: request[key] for key in ("debug", "num_warps", "num_stages")}
     compiled = triton.compile(source, target=target, options=options)
-    return {stage: compiled.asm[stage] for stage in STAGES}
+    # A Gluon kernel starts from TritonGPU IR: it has no Triton IR stage.
+    return {stage: compiled.asm[stage] for stage in STAGES if stage in compiled.asm.keys()}
 
 
 if __name__ == "__main__":
