@@ -38,9 +38,22 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .attention import LOG2_E, check_attention_inputs
+from .attention import (
+    BATCH,
+    HEAD_DIM,
+    HEADS,
+    LOG2_E,
+    ReferenceAttention,
+    attention,
+    check_attention_inputs,
+    forward_flops,
+    make_qkv,
+    naive_attention,
+    sdpa_baselines,
+)
 from .checks import check_bool, check_no_grad, check_real
 from .runtime import interpreted
+from .spec import BenchmarkSpec, ProviderUnavailable
 
 # Triton 3.6 names the TMA copies async_copy_global_to_shared and
 # async_copy_shared_to_global; later releases renamed them async_load and async_store.
@@ -343,3 +356,48 @@ def gluon_attention(
         CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
     )  # fmt: skip
     return out
+
+
+def _spec(name: str, causal: bool) -> BenchmarkSpec:
+    # The Triton kernel is the series every benchmark has (it runs everywhere, the
+    # interpreter included); the Gluon kernel is measured beside it, with SDPA's cuDNN
+    # backend, the fastest of SDPA's backends in the attention page's records. The
+    # providers are defined here so that the record's fingerprint covers this module.
+    def triton_attention(q, k, v):
+        return attention(q, k, v, causal=causal)
+
+    def gluon(q, k, v):
+        why = gluon_unavailable()
+        if why is not None:
+            raise ProviderUnavailable(why)
+        return gluon_attention(q, k, v, causal=causal)
+
+    def eager(q, k, v):
+        return naive_attention(q, k, v, causal=causal)
+
+    def reference(q, k, v):
+        return ReferenceAttention.apply(q, k, v, causal)
+
+    def flops(seq_len: int, dtype: torch.dtype) -> float:
+        return forward_flops(seq_len, causal)
+
+    return BenchmarkSpec(
+        name=name,
+        metric="TFLOP/s",
+        x_name="sequence length",
+        dtype=torch.bfloat16,
+        # Lengths that are a whole number of 128-token blocks and lengths that are not.
+        gpu_sizes=[1024, 1500, 2048, 4096, 5000, 8192, 16384],
+        interpreter_sizes=[40],
+        make_inputs=make_qkv,
+        triton=triton_attention,
+        torch_eager=eager,
+        work=flops,
+        reference=reference,
+        baselines={"Gluon": gluon, "SDPA cuDNN": sdpa_baselines(causal)["SDPA cuDNN"]},
+        details={"batch": BATCH, "heads": HEADS, "head_dim": HEAD_DIM, "causal": causal},
+    )
+
+
+GLUON_BENCHMARK = _spec("flash_attention_gluon", causal=False)
+GLUON_CAUSAL_BENCHMARK = _spec("flash_attention_gluon_causal", causal=True)
