@@ -326,6 +326,69 @@ figure = plot_peak_memory(forward)
 print_peak_memory(forward)
 
 # %%
+# Below Triton: Gluon
+# -------------------
+#
+# Triton chooses for us how a tile is spread over the threads, when shared memory is
+# filled and when the program waits for a tensor-core product. FlashAttention-3 (Shah et
+# al., 2024) gets its speed on Hopper GPUs from making these choices itself: while one
+# group of warps computes the softmax of its scores, the tensor cores run the products
+# of another. Triton's lower layer, *Gluon* (``triton.experimental.gluon``), lets a
+# kernel say all of that. Our Gluon forward kernel, in ``kernels/attention_gluon.py``,
+# does the arithmetic of the Triton kernel above with FlashAttention-3's schedule:
+#
+# * one *loader warp* copies tiles of K and V into a ring of two slots in shared memory
+#   with the Tensor Memory Accelerator (TMA), each into a slot that both warpgroups
+#   have released, and each copy signals a barrier when its bytes have arrived;
+# * two *warpgroups* (4 warps each) own 64 query rows apiece and take turns at the
+#   tensor cores: one issues its two products, ``S = Q K^T`` for the next key block
+#   and ``O += P V`` for the last one, hands the turn to the other, and runs its softmax
+#   while the tensor cores work ("ping-pong");
+# * ``warpgroup_mma`` returns before its product is done: ``warpgroup_mma_wait(1, ...)``
+#   waits until at most one product is still running, so the scores are ready while
+#   ``P V`` goes on.
+#
+# One warpgroup's part:
+#
+# .. literalinclude:: /kernels/attention_gluon.py
+#    :pyobject: _attend
+#
+# Every tensor's layout is written out: ``NVMMADistributedLayout`` is how the tensor
+# cores leave an accumulator in the threads' registers, and ``P`` enters the second
+# product from registers, in the layout of its left operand. Every wait names its
+# barrier and the phase it waits for. The kernel that sets up the shared memory and the
+# barriers and starts the three partitions:
+#
+# .. literalinclude:: /kernels/attention_gluon.py
+#    :pyobject: attention_forward_gluon_kernel
+#
+# That is the price of the control: much more code than the Triton kernel, all of it
+# the programmer's to get right (a barrier waited for in the wrong phase hangs the GPU
+# instead of raising an error), for one generation of GPUs, and the forward pass only.
+# Gluon is experimental, its names change between Triton releases, and it has no
+# interpreter: on a machine without a Hopper GPU the cells below draw the recorded
+# measurements, and the tests compile the kernel for the H100's architecture and check
+# its PTX for the schedule. The Triton kernel stays the course's kernel.
+#
+# Below, the Gluon kernel is measured beside the Triton kernel and SDPA's cuDNN
+# backend, full and causal, at lengths that are whole 128-token blocks and at lengths
+# that are not (1,500 and 5,000 tokens). Each table judges it at every size against the
+# fastest other implementation there, the Triton kernel included, with the course's
+# forward goal, 0.9.
+
+from kernels import attention_gluon
+from kernels.report import rival_table
+
+gluon_forward = measure_or_load(attention_gluon.GLUON_BENCHMARK)
+figure = plot_measurement(gluon_forward)
+rival_table(gluon_forward, "Gluon", goal=0.9)
+
+# %%
+gluon_causal = measure_or_load(attention_gluon.GLUON_CAUSAL_BENCHMARK)
+figure = plot_measurement(gluon_causal)
+rival_table(gluon_causal, "Gluon", goal=0.9)
+
+# %%
 # What the numbers say
 # --------------------
 #
@@ -358,11 +421,13 @@ print_peak_memory(forward)
 #    changes from run to run. We chose two kernels and no atomics; we have not measured
 #    the other design on this page.
 #
-#    **What this page leaves out.** FlashAttention-3 (Shah et al., 2024), written for
-#    Hopper, uses *warp specialisation* (some warps only load tiles while others only
-#    compute), the Tensor Memory Accelerator described on the matrix-product page, and
-#    a schedule that overlaps the softmax of one tile with the tensor-core products of
-#    another. Our kernels leave all of that to what the Triton compiler does by itself.
+#    **What the Triton kernels leave out.** FlashAttention-3 (Shah et al., 2024),
+#    written for Hopper, uses *warp specialisation* (some warps only load tiles while
+#    others only compute), the Tensor Memory Accelerator described on the
+#    matrix-product page, and a schedule that overlaps the softmax of one tile with the
+#    tensor-core products of another. Our Triton kernels leave all of that to what the
+#    Triton compiler does by itself; the Gluon section above writes it out for the
+#    forward pass. Its backward pass is not written in Gluon here.
 #
 # Exercises
 # ---------

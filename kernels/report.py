@@ -357,6 +357,52 @@ def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
     return line.format(goal=goal, x_name=x_name, met=size_list(met), missed=size_list(missed))
 
 
+def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable:
+    """One series of a record (``ours``, such as ``"Gluon"``) judged at every size against
+    the fastest *other* series there, Triton included: its rate, that rival's name and
+    rate, the ratio and whether it reached ``goal``; a line says where the goal was met,
+    and the record's reasons for missing rates follow. Sizes where ``ours`` has no rate
+    are left out (the notes say why)."""
+    if measurement.placeholder:
+        missing = _("{benchmark}: not measured yet, so there is no table.")
+        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
+    metric, x_name, series = measurement.metric, measurement.x_name, measurement.series
+    shown = series_name(ours)
+    times = number(f"{goal:.2f}x")
+    caption = [
+        _("{ours} against the fastest other implementation at each size, its rate "
+          "divided by theirs (above 1.00x, {ours} is faster).").format(ours=shown),
+        _("Goal: at least {ratio} their rate; the goal column says met or MISSED in "
+          "this run.").format(ratio=times),
+    ]  # fmt: skip
+    versus = _("{ours} vs it").format(ours=shown)
+    header = [x_name, f"{shown} {metric}", _("fastest other"), metric, versus,
+              _("goal {target}").format(target=times)]  # fmt: skip
+    rows, met, missed = [], [], []
+    for index, size in enumerate(measurement.x):
+        rate = series[ours][index]
+        rivals = {name: values[index] for name, values in series.items()
+                  if name != ours and values[index] is not None}  # fmt: skip
+        if rate is None or not rivals:
+            continue
+        rival = max(rivals, key=rivals.get)
+        ratio = rate / rivals[rival]
+        (met if ratio >= goal else missed).append(size)
+        # Rounded down, as in the results tables: a ratio shown as reached is reached.
+        rows.append([
+            number(f"{size:,}"), number(f"{rate:,.0f}"), series_name(rival),
+            number(f"{rivals[rival]:,.0f}"), number(f"{round_down(ratio, 2):.2f}x"),
+            _("met") if ratio >= goal else _("MISSED"),
+        ])  # fmt: skip
+    goal_name = _("Goal ({target})").format(target=times)
+    notes = [_verdict(goal_name, x_name, met, missed)] if rows else []
+    notes += [
+        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
+        for name, reason in measurement.unavailable.items()
+    ]
+    return ResultTable(caption, header, rows, notes)
+
+
 def neighbour_table(
     measurement: Measurement, aligned: Measurement, providers: tuple[str, ...]
 ) -> ResultTable:

@@ -151,3 +151,30 @@ def test_every_recorded_reason_has_a_russian_translation() -> None:
         match = report._REASON_PART.fullmatch(part)
         why = match["why"] if match else part
         assert why in russian, f"{name}: no Russian for {why!r} (kernels/locales/ru.po)"
+
+
+def test_a_rival_table_judges_one_series_against_the_fastest_other_triton_included() -> None:
+    # "Gluon" at each size against whichever other series was fastest there; at the
+    # third size it has no rate (left out, and the record's reason is printed).
+    series = {"Triton": [500.0, 500.0, 500.0, 700.0, 500.0],
+              "Gluon": [600.0, 540.0, None, 600.0, 620.0],
+              "SDPA cuDNN": [610.0, 560.0, 600.0, 500.0, 600.0]}  # fmt: skip
+    record = sample(series=series, call_series=series, metric="TFLOP/s",
+                    unavailable={"Gluon": "at N=67,108,864: a reason"})  # fmt: skip
+    table = report.rival_table(record, "Gluon", goal=0.95)
+    assert table.header == ["N", "Gluon TFLOP/s", "fastest other", "TFLOP/s", "Gluon vs it",
+                            "goal 0.95x"]  # fmt: skip
+    assert [row[2:] for row in table.rows] == [
+        ["SDPA cuDNN", "610", "0.98x", "met"],  # 600 / 610 = 0.9836
+        ["SDPA cuDNN", "560", "0.96x", "met"],
+        ["Triton", "700", "0.85x", "MISSED"],
+        ["SDPA cuDNN", "600", "1.03x", "met"],
+    ]
+    assert table.notes[0] == ("Goal (0.95x): met at N = 16,777,216, 33,554,432 and "
+                              "268,435,456; missed at 134,217,728.")  # fmt: skip
+    assert table.notes[1] == "No Gluon rate at N = 67,108,864: a reason."
+
+
+def test_a_rival_table_of_a_draft_says_there_is_none() -> None:
+    table = report.rival_table(placeholder(vector_add.BENCHMARK, "no record"), "Triton", 1.0)
+    assert table.rows == [] and "not measured yet" in table.caption[0]
