@@ -16,6 +16,7 @@ from kernel_inputs import DEVICE, randn
 import kernels
 from kernels import (
     attention,
+    attention_gluon,
     cross_entropy,
     dropout,
     layer_norm,
@@ -63,6 +64,12 @@ LAUNCHERS = {
     "matmul.matmul": Launcher(matmul.matmul, lambda: (half(8, 16), half(16, 8, seed=1)), (0, 1)),
     "attention.attention": Launcher(
         attention.attention, lambda: tuple(half(1, 1, 16, 16, seed=s) for s in range(3)), (0, 1, 2)
+    ),
+    # A forward pass only: it refuses inputs that need a gradient (before any GPU).
+    "attention_gluon.gluon_attention": Launcher(
+        attention_gluon.gluon_attention,
+        lambda: tuple(half(1, 1, 16, 64, seed=s) for s in range(3)),
+        (0, 1, 2),
     ),
     "swiglu.swiglu": Launcher(swiglu.swiglu, lambda: (randn(10), randn(10, seed=1)), (0, 1)),
     "swiglu.swiglu_op": Launcher(swiglu.swiglu_op, lambda: (randn(10), randn(10, seed=1)), (0, 1)),
@@ -119,11 +126,13 @@ def test_every_module_with_a_launcher_is_covered() -> None:
 
 
 TWICE_DIFFERENTIABLE = {"vector_add.add"}
+# Launchers with no derivative at all (they refuse a gradient, tested above).
+FORWARD_ONLY = {"attention_gluon.gluon_attention"}
 # Its backward is a registered custom operator: PyTorch's own error names it.
 REGISTERED_OPERATOR = {"swiglu.swiglu_op"}
 
 
-@pytest.mark.parametrize("name", sorted(LAUNCHERS))
+@pytest.mark.parametrize("name", sorted(set(LAUNCHERS) - FORWARD_ONLY))
 def test_a_second_derivative_is_refused_by_name(name: str) -> None:
     launcher = LAUNCHERS[name]
     inputs = list(launcher.make_inputs())
