@@ -96,7 +96,7 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
     options = {key: request[key] for key in ("debug", "num_warps", "num_stages")}
     compiled = triton.compile(source, target=target, options=options)
     # A Gluon kernel starts from TritonGPU IR: it has no Triton IR stage.
-    return {stage: compiled.asm[stage] for stage in STAGES if stage in compiled.asm.keys()}
+    return {stage: compiled.asm[stage] for stage in STAGES if stage in compiled.asm}
 
 
 if __name__ == "__main__":
