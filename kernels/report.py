@@ -97,6 +97,21 @@ class ResultTable:
         return "\n".join(parts)
 
 
+def _not_measured(benchmark: str) -> ResultTable:
+    """The table of a benchmark with no record yet (a draft's placeholder): one line."""
+    missing = _("{benchmark}: not measured yet, so there is no table.")
+    return ResultTable([missing.format(benchmark=benchmark)], [], [], [])
+
+
+def _missing_rates(measurement: Measurement) -> list[str]:
+    """Where a line of the figure has gaps, or is missing, and why (the record's words,
+    which stay as the record has them): a note per series."""
+    return [
+        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
+        for name, reason in measurement.unavailable.items()
+    ]
+
+
 def round_down(value: float, decimals: int) -> float:
     """``value`` rounded down to ``decimals`` places (NaN stays NaN): a share or ratio
     printed this way is never more than was measured, so "met" and "or more" stay true."""
@@ -164,8 +179,7 @@ def _results_table(
     against: str | None,
 ) -> ResultTable:
     if measurement.placeholder:
-        missing = _("{benchmark}: not measured yet, so there is no table.")
-        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
+        return _not_measured(measurement.benchmark)
     sizes = large_sizes(measurement, min_work, against)
     metric, x_name = measurement.metric, measurement.x_name
     if metric == "GB/s":
@@ -253,12 +267,7 @@ def _results_table(
     notes = [
         _verdict(name, x_name, met_at[name], missed_at[name]) for name, *_rest in goals if sizes
     ]
-    # Where a line of the figure has gaps, or is missing, and why (the record's words,
-    # which stay as the record has them).
-    notes += [
-        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
-        for name, reason in measurement.unavailable.items()
-    ]
+    notes += _missing_rates(measurement)
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
@@ -364,8 +373,7 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
     and the record's reasons for missing rates follow. Sizes where ``ours`` has no rate
     are left out (the notes say why)."""
     if measurement.placeholder:
-        missing = _("{benchmark}: not measured yet, so there is no table.")
-        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
+        return _not_measured(measurement.benchmark)
     metric, x_name, series = measurement.metric, measurement.x_name, measurement.series
     shown = series_name(ours)
     times = number(f"{goal:.2f}x")
@@ -396,10 +404,7 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
         ])  # fmt: skip
     goal_name = _("Goal ({target})").format(target=times)
     notes = [_verdict(goal_name, x_name, met, missed)] if rows else []
-    notes += [
-        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
-        for name, reason in measurement.unavailable.items()
-    ]
+    notes += _missing_rates(measurement)
     return ResultTable(caption, header, rows, notes)
 
 
@@ -411,8 +416,7 @@ def neighbour_table(
     rate at both and the ratio of the first to the second. Sizes with no such neighbour
     are left out."""
     if measurement.placeholder or aligned.placeholder:
-        missing = _("{benchmark}: not measured yet, so there is no table.")
-        return ResultTable([missing.format(benchmark=measurement.benchmark)], [], [], [])
+        return _not_measured(measurement.benchmark)
     caption = [_("{metric} of each provider at each size and one size away, and the first "
                  "divided by the second.").format(metric=measurement.metric)]  # fmt: skip
     header = [measurement.x_name, _("one away")]
@@ -494,8 +498,7 @@ def launch_table(record: LaunchOverhead) -> ResultTable:
     """The launch_overhead record as a :class:`ResultTable`: per launcher, the host time of
     a call, of a bare launch, their difference and PyTorch's, in microseconds."""
     if record.placeholder:
-        return ResultTable([f"{record.benchmark}: not measured yet, so there is no table."],
-                           [], [], [])  # fmt: skip
+        return _not_measured(record.benchmark)
     caption = [
         _(
             "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
