@@ -81,6 +81,10 @@ def number(english: str) -> str:
 
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
-    run: the products' names (Triton, PyTorch, Liger, ...) stay, "bare launch" is
-    translated."""
-    return _("bare launch") if name == "bare launch" else name
+    run: the products' names (Triton, PyTorch, Liger, ...) stay, "bare launch" and
+    "CUDA graph" are translated."""
+    if name == "bare launch":
+        return _("bare launch")
+    if name == "CUDA graph":
+        return _("CUDA graph")
+    return name
