@@ -26,6 +26,8 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx_gallery.gen_gallery",
     "quiz",
+    # Each lesson's exercises, from kernels/exercises/ (docs/_ext/exercise_pages.py).
+    "exercise_pages",
     "course_build",
     "downloads",
     "editions",

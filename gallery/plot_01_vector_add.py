@@ -228,6 +228,11 @@ fp16_table
 #    Triton's default of 4 warps stays (see the comment on ``BLOCK_SIZE`` in
 #    ``kernels/vector_add.py``).
 #
+# Exercises
+# ---------
+#
+# .. exercises:: vector_add
+#
 # Quiz
 # ----
 #

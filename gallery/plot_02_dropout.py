@@ -227,6 +227,11 @@ table
 #    from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped and the launcher
 #    passes a scale of zero instead of dividing by zero.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: dropout
+#
 # Quiz
 # ----
 #

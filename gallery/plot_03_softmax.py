@@ -351,6 +351,11 @@ table
 #    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It has not been timed on a GPU
 #    yet, and the tables above come from records that may be older than it.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: softmax
+#
 # Quiz
 # ----
 #

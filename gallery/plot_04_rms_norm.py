@@ -317,6 +317,11 @@ table
 #    compiler spills them to memory, and that loop ran many times slower, hence
 #    ``PREFETCH_MAX_COLS``. The module's comments give the measurements.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: rms_norm
+#
 # Quiz
 # ----
 #

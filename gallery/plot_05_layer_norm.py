@@ -302,6 +302,11 @@ table
 #    the tile being worked on, which can leave room for fewer programs on a
 #    multiprocessor. The flag keeps both loops so that they can be compared.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: layer_norm
+#
 # Quiz
 # ----
 #

@@ -252,6 +252,11 @@ print_peak_memory(forward)
 #    reason for ``STATS``: a call without a backward pass allocates only the row losses
 #    and the loss.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: cross_entropy
+#
 # Quiz
 # ----
 #

@@ -463,6 +463,11 @@ table
 #    the operands (computing ``C^T = B^T A^T``, so that the few rows become the short
 #    side of the instruction) would use them.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: matmul
+#
 # Quiz
 # ----
 #

@@ -345,6 +345,11 @@ print_peak_memory(forward)
 #    a schedule that overlaps the softmax of one tile with the tensor-core products of
 #    another. Our kernels leave all of that to what the Triton compiler does by itself.
 #
+# Exercises
+# ---------
+#
+# .. exercises:: flash_attention
+#
 # Quiz
 # ----
 #

@@ -466,7 +466,73 @@ def load_current(spec: BenchmarkSpec) -> Measurement:
     measurement = measurements.load(spec.name, metric=spec.metric)
     assert isinstance(measurement, Measurement)  # a rate metric reads as a rate record
     _refuse_if_stale(spec.name, measurement.code, code_of(spec))
+    _refuse_if_unlike_spec(spec, measurement)
     return measurement
+
+
+# How far above its own run's ceiling a rate may read: a ceiling is timed at the end of
+# the run, and the GPU's clock moves with its temperature (in the H200 records, rates
+# reached 1.10 times their ceiling); a rate far above it was not measured.
+CEILING_MARGIN = 1.5
+# How far above its dtype's tolerance a record's worst check error may be. The check's
+# tolerance widens only where rounding the exact answer to the dtype already loses more
+# (bench.tolerance: a float16 softmax over 151,936 columns, whose record's worst error
+# is 1.6 times float16's tolerance); an error far beyond that was not a passed check.
+CHECK_MARGIN = 10
+
+
+def _refuse_if_unlike_spec(spec: BenchmarkSpec, record: Measurement) -> None:
+    """Raise :class:`MeasurementError` naming the record's file and key unless the record
+    agrees with ``spec`` (what is measured, at which sizes, how much work, which series,
+    which pass), with its own check (passed) and with its ceiling (no rate above it by
+    more than CEILING_MARGIN), and Triton has a rate at every size. A record edited by
+    hand, or written for another version of the spec, is refused, not drawn."""
+    path = measurements.path_for(spec.name)
+    expected = _what_is_measured(spec)
+    for key in ("x_name", "dtype", "x"):
+        if getattr(record, key) != expected[key]:
+            raise MeasurementError(
+                f"{path}: {key!r} is {getattr(record, key)!r}; the benchmark's spec says "
+                f"{expected[key]!r}"
+            )
+    for size, work, wanted in zip(record.x, record.work, expected["work"], strict=True):
+        if not math.isclose(work, wanted, rel_tol=1e-9):
+            raise MeasurementError(
+                f"{path}: 'work' at {spec.x_name}={size} is {work:g}; the spec counts {wanted:g}"
+            )
+    if record.providers != spec.series_names:
+        raise MeasurementError(
+            f"{path}: the series are {list(record.providers)}; the spec times "
+            f"{list(spec.series_names)}"
+        )
+    wanted_pass = "backward" if spec.backward else "forward"
+    if record.details.get("pass", wanted_pass) != wanted_pass:
+        raise MeasurementError(
+            f"{path}: 'pass' is {record.details['pass']!r}; the spec times the {wanted_pass} pass"
+        )
+    missing = [size for size, rate in zip(record.x, record.series["Triton"], strict=True)
+               if rate is None]  # fmt: skip
+    if missing:
+        raise MeasurementError(
+            f"{path}: Triton has no rate at {spec.x_name}={missing}; Triton must run everywhere"
+        )
+    error = record.details.get("check", {}).get("worst_relative_error")
+    bound = RELATIVE_TOLERANCE[spec.dtype] * CHECK_MARGIN
+    if not isinstance(error, int | float) or not 0 <= error <= bound:
+        raise MeasurementError(
+            f"{path}: 'check.worst_relative_error' is {error!r}; no check that passed is "
+            f"more than {bound:g} off for {expected['dtype']}"
+        )
+    limit = record.ceiling.value * CEILING_MARGIN
+    for key, series in (("series", record.series), ("call_series", record.call_series)):
+        for provider, rates in series.items():
+            for size, rate in zip(record.x, rates, strict=True):
+                if rate is not None and rate > limit:
+                    raise MeasurementError(
+                        f"{path}: {key}[{provider!r}] at {spec.x_name}={size} is {rate:g} "
+                        f"{spec.metric}, more than {CEILING_MARGIN:g} times the run's "
+                        f"ceiling ({record.ceiling.value:g})"
+                    )
 
 
 def placeholder(spec: BenchmarkSpec, reason: str) -> Measurement:

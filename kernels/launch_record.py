@@ -93,6 +93,14 @@ def load_current_launch_overhead() -> LaunchOverhead:
     raises as :func:`load_current` does."""
     record = measurements.load_launch_overhead()
     _refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code())
+    if record.x != tuple(launch_cost.LAUNCHERS):
+        missing = [name for name in launch_cost.LAUNCHERS if name not in record.x]
+        extra = [name for name in record.x if name not in launch_cost.LAUNCHERS]
+        raise MeasurementError(
+            f"{measurements.path_for(LAUNCH_OVERHEAD)}: the launchers are {list(record.x)}; "
+            f"the course has {list(launch_cost.LAUNCHERS)} (missing {missing}, not the "
+            f"course's {extra})"
+        )
     return record
 
 

@@ -35,9 +35,12 @@ is refused rather than read with a meaning it does not have. ``code`` and
 
 import json
 import math
+import os
+import stat
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +77,9 @@ _REQUIRED_KEYS = (
 _OPTIONAL_KEYS = ("unavailable", "same_size_copy", "peak_memory_mb")
 # A record is a few hundred lines of JSON; anything far larger is not one.
 MAX_FILE_BYTES = 1_000_000
+# How far ahead of this machine's clock a record's date may be (clocks disagree a little);
+# a record from further ahead was not measured yet.
+FUTURE_SLACK = timedelta(days=1)
 
 Rates = tuple[float | None, ...]
 
@@ -293,9 +299,14 @@ def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
         if not isinstance(environment.get(key), str) or not environment[key]:
             raise fail(f"'environment.{key}' must be a non-empty string")
     try:
-        datetime.fromisoformat(environment["date"])
+        date = datetime.fromisoformat(environment["date"])
     except ValueError:
         raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+    # A date without a zone is read as UTC, as the harness writes them (Z).
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=UTC)
+    if date > datetime.now(UTC) + FUTURE_SLACK:
+        raise fail(f"'environment.date' is in the future: {environment['date']!r}")
     return {key: environment[key] for key in ENVIRONMENT_KEYS}
 
 
@@ -498,12 +509,37 @@ def from_json(doc: Any, source: str) -> Measurement:
     )
 
 
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them; ``OSError``
+    for anything else. A FIFO named like a record would block a plain read forever, and a
+    link to ``/dev/zero`` would fill the memory: the file is opened without blocking,
+    must be a regular file, and is read no further than ``limit`` bytes and one."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"not a regular file ({stat.filemode(os.fstat(descriptor).st_mode)})")
+        content = file.read(limit + 1)
+    if len(content) > limit:
+        raise OSError(f"larger than {limit:,} bytes")
+    return content
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys, silently: a record that says two
+    # things about one key is refused instead.
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        doc[key] = value
+    return doc
+
+
 def read(path: Path) -> Record:
     """Read and validate the record in ``path``; every failure names the file."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise MeasurementError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes")
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        content = read_bounded(path, MAX_FILE_BYTES)
+        doc = json.loads(content.decode("utf-8"), object_pairs_hook=_unique_keys)
     except FileNotFoundError:
         raise MeasurementError(f"{path}: no such file") from None
     except UnicodeDecodeError as error:
@@ -514,6 +550,12 @@ def read(path: Path) -> Record:
         raise MeasurementError(f"{path}: not valid JSON ({error})") from None
     except RecursionError:
         raise MeasurementError(f"{path}: nested too deeply to be a measurement") from None
+    except OSError as error:  # a directory, a FIFO, a link loop, a device, too large
+        raise MeasurementError(
+            f"{path}: cannot read a record ({error.strerror or error})"
+        ) from None
+    except ValueError as error:  # a duplicate key, an integer of thousands of digits
+        raise MeasurementError(f"{path}: not a record ({error})") from None
     return record_from_json(doc, str(path))
 
 
@@ -551,8 +593,31 @@ def save(measurement: Record) -> Path:
     doc = measurement.to_json()
     record_from_json(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(doc, indent=2) + "\n")
     return path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file in the same
+    folder, flushed to disk, then renamed over ``path``. A run killed mid-write or a
+    full disk leaves the old file as it was (a plain write would leave it cut short),
+    and a symbolic link at ``path`` is replaced, not written through to its target."""
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+        delete=False,
+    ) as file:  # fmt: skip
+        temporary = Path(file.name)
+        try:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        except BaseException:
+            file.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    # A temporary file is made readable by its owner only; a record is for everyone.
+    os.chmod(temporary, stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o644)
+    os.replace(temporary, path)
 
 
 def recorded_benchmarks() -> list[str]:

@@ -20,8 +20,11 @@ MAX_BANK_BYTES.
 """
 
 import hashlib
+import os
 import random
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,15 +122,23 @@ def _text(value: Any, where: str, key: str) -> str:
         )
     if not isinstance(value, str) or not value.strip():
         raise QuizBankError(f"{where}: {key!r} must be non-empty text")
+    # A double-quoted YAML string can spell control characters ("\e", "\x08"), which
+    # would reach the page's HTML as they are: only line breaks and tabs are text.
+    control = [char for char in value if unicodedata.category(char) == "Cc" and char not in "\n\t"]
+    if control:
+        raise QuizBankError(
+            f"{where}: {key!r} holds the control character U+{ord(control[0]):04X}; "
+            "remove it (a bank's text is printable)"
+        )
     return value.strip()
 
 
 def _unknown_keys(mapping: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(mapping) - allowed)
+    # Keys may be numbers beside strings (YAML reads 1: as a number): sorted as written.
+    unknown = sorted(map(repr, set(mapping) - allowed))
     if unknown:
         raise QuizBankError(
-            f"{where}: unknown key {', '.join(map(repr, unknown))} "
-            f"(allowed: {', '.join(sorted(allowed))})"
+            f"{where}: unknown key {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
         )
 
 
@@ -175,16 +186,30 @@ def _question(raw: Any, number: int, source: str) -> Question:
     return Question(question_id, prompt, options)
 
 
+def _bank_bytes(path: Path) -> bytes:
+    # A bank is a regular file of at most MAX_BANK_BYTES. Opened without blocking and
+    # read no further than that: a FIFO named like a bank would hang the build, a link
+    # to /dev/zero would fill the memory (its size reads as 0 before it is read).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"not a regular file ({stat.filemode(mode)})")
+        content = file.read(MAX_BANK_BYTES + 1)
+    if len(content) > MAX_BANK_BYTES:
+        raise QuizBankError(f"{path}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
+    return content
+
+
 def load_bank(path: Path | str) -> Bank:
     """Read and validate the bank at ``path``; raise :class:`QuizBankError` if it is malformed."""
     path = Path(path)
     source = str(path)
     try:
-        if path.stat().st_size > MAX_BANK_BYTES:
-            raise QuizBankError(f"{source}: larger than {MAX_BANK_BYTES:,} bytes; not a bank")
-        raw = yaml.load(path.read_bytes().decode("utf-8"), Loader=_PlainLoader)
+        raw = yaml.load(_bank_bytes(path).decode("utf-8"), Loader=_PlainLoader)
     except OSError as error:
-        raise QuizBankError(f"{source}: cannot read the bank ({error.strerror})") from None
+        reason = error.strerror or str(error)
+        raise QuizBankError(f"{source}: cannot read the bank ({reason})") from None
     except UnicodeDecodeError as error:
         raise QuizBankError(
             f"{source}: not UTF-8 text ({error.reason} at byte {error.start})"

@@ -16,7 +16,6 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
-from sphinx.errors import SphinxError
 from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective
 
@@ -30,12 +29,6 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # only, so that no markup can form around it.
 _TOKEN = "quizbanktext{:06d}x"
 _TOKEN_PATTERN = re.compile(r"quizbanktext(\d{6})x")
-
-
-class QuizBuildError(SphinxError):
-    """A malformed bank or directive: stops the build with a message naming it."""
-
-    category = "Malformed quiz bank"
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -124,7 +117,7 @@ class QuizDirective(SphinxDirective):
         name = self.arguments[0]
         where = f"{self.env.docname}: quiz {name!r}"
         if not NAME_PATTERN.fullmatch(name):
-            raise QuizBuildError(
+            raise self.error(
                 f"{where}: a bank is named by its file in {self.config.quiz_bank_dir}/, "
                 "without '.yaml': lower-case letters, digits, '-' and '_'"
             )
@@ -140,13 +133,13 @@ class QuizDirective(SphinxDirective):
             if self.config.language != "en" and translated.exists():
                 bank = load_translation(translated, bank)
         except QuizBankError as error:
-            raise QuizBuildError(f"{error} (used by {self.env.docname})") from None
+            raise self.error(f"{error} (used by {self.env.docname})") from None
         # Each question's anchor must be unique on its page: the same bank twice, or two
         # banks whose names differ only by '-' and '_', would repeat one.
         anchors = self.env.temp_data.setdefault("quiz_anchors", set())
         for question in bank.questions:
             if anchor(name, question.id) in anchors:
-                raise QuizBuildError(
+                raise self.error(
                     f"{where}: question {question.id!r} would repeat the anchor "
                     f"{anchor(name, question.id)!r} already on this page"
                 )

@@ -497,3 +497,24 @@ def test_tolerance_allows_what_rounding_the_exact_answer_to_the_dtype_costs() ->
     # Where the dtype represents the answer well, the table's tolerance stands.
     normal = torch.rand(1000, generator=generator, dtype=torch.float64) + 1
     assert bench.tolerance(normal.half(), normal, torch.float16) == 1e-3
+
+
+def test_call_time_asks_do_bench_for_the_median_which_is_not_its_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Lesson 5 says so: do_bench returns the mean unless told otherwise, and the course
+    # passes return_mode="median".
+    import inspect
+
+    import triton.testing
+
+    assert inspect.signature(triton.testing.do_bench).parameters["return_mode"].default == "mean"
+    asked = {}
+
+    def do_bench(fn: object, **kwargs: object) -> float:
+        asked.update(kwargs)
+        return 1.5
+
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    assert bench.timing.call_time_ms(lambda: None) == 1.5
+    assert asked["return_mode"] == "median"

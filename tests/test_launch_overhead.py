@@ -235,12 +235,27 @@ def test_a_stale_record_fails_naming_what_changed(
     assert launch_record.recorded_launch_overhead().placeholder
 
 
-def test_a_current_record_is_drawn(no_records: Path) -> None:
+def test_a_current_record_is_drawn(no_records: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in record times three launchers: a course of those three.
+    monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys(LAUNCHERS))
     code = launch_record.launch_overhead_code()
     doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "abc", "files": code.files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
     record = launch_record.launch_overhead_or_load()
     assert not record.placeholder and not record.fresh and record.x == tuple(LAUNCHERS)
+
+
+def test_a_record_that_misses_a_launcher_of_the_course_is_refused(
+    no_records: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, a record without one of the course's launchers was drawn, and the table and
+    # the lesson's sentences silently left it out.
+    monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys([*LAUNCHERS, "swiglu"]))
+    code = launch_record.launch_overhead_code()
+    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "abc", "files": code.files})
+    (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(measurements.MeasurementError, match=r"missing \['swiglu'\]"):
+        launch_record.recorded_launch_overhead()
 
 
 def test_the_fingerprint_covers_the_launchers_and_their_timing_not_the_rate_harness() -> None:

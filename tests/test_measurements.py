@@ -2,7 +2,9 @@
 
 import dataclasses
 import json
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -133,6 +135,8 @@ def broken(path: str, value: object) -> dict:
         (broken("code.files", {}), "'code.files' must be an object of path -> hash"),
         (broken("environment.gpu", KeyError), "'environment.gpu' must be a non-empty string"),
         (broken("environment.date", "yesterday"), "not an ISO 8601 date"),
+        (broken("environment.date", "2099-01-01T00:00:00Z"), "'environment.date' is in the future"),
+        (broken("environment.date", "2099-01-01T00:00:00"), "'environment.date' is in the future"),
         (broken("unavailable", {"PyTorch": 3}), "'unavailable' must be an object"),
         ([], "the top level must be a JSON object"),
     ],
@@ -194,3 +198,147 @@ def test_save_refuses_a_broken_record(monkeypatch: pytest.MonkeyPatch, tmp_path:
     with pytest.raises(measurements.MeasurementError, match="'x' must be a non-empty list"):
         measurements.save(record)
     assert not (tmp_path / "vector_add.json").exists()
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _zero_device(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+
+
+def _link_loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+def _huge_integer(path: Path) -> None:
+    path.write_text(json.dumps(sample_doc()).replace('"x": [', '"x": [' + "7" * 5000 + ", "))
+
+
+def _duplicate_key(path: Path) -> None:
+    path.write_text(json.dumps(sample_doc())[:-1] + ', "dtype": "float16"}')
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_fifo, r"cannot read a record \(not a regular file"),
+        (_zero_device, r"cannot read a record \(not a regular file"),
+        (_directory, r"cannot read a record \(Is a directory\)"),
+        (_link_loop, r"no recorded measurement"),
+        (_huge_integer, r"not a record \(.*digits"),
+        (_duplicate_key, r"not a record \(the key 'dtype' appears twice"),
+    ],
+    ids=["fifo", "dev-zero", "directory", "link-loop", "huge-integer", "duplicate-key"],
+)
+def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make: Callable[[Path], None], message: str
+) -> None:
+    # Before: a FIFO hung the reader, /dev/zero filled the memory, a directory, a link
+    # loop and a 5,000-digit integer escaped as tracebacks, a repeated key was accepted.
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    make(tmp_path / "vector_add.json")
+    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+        measurements.load("vector_add")
+
+
+def test_a_record_is_written_whole_or_not_at_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    path = measurements.save(sample())
+    before = path.read_bytes()
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+
+    def full_disk(descriptor: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    # A write that fails before it is whole on disk (a full disk, a killed run) leaves
+    # the old record and no temporary file; before, the record was cut short.
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        measurements.save(dataclasses.replace(sample(), x_name="rows"))
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vector_add.json"]
+
+
+def test_a_record_that_is_a_link_is_replaced_not_written_through(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path / "records")
+    users_file = tmp_path / "notes.txt"
+    users_file.write_text("mine")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "vector_add.json").symlink_to(users_file)
+    path = measurements.save(sample())
+    assert users_file.read_text() == "mine"
+    assert not path.is_symlink() and measurements.read(path) == sample()
+
+
+def _edited(doc: dict) -> Callable[[Callable[[dict], None]], dict]:
+    def edit(change: Callable[[dict], None]) -> dict:
+        copy = json.loads(json.dumps(doc))
+        change(copy)
+        return copy
+
+    return edit
+
+
+def _set(path: str, value: object) -> Callable[[dict], None]:
+    # A change of one value, by a dotted path ("series.Triton.0").
+    def change(doc: dict) -> None:
+        *parents, last = path.split(".")
+        for part in parents:
+            doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+        if isinstance(doc, list):
+            doc[int(last)] = value
+        else:
+            doc[last] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set("x.0", 1000), r"'x' is \(1000, "),
+        (_set("work.1", 1.0), r"'work' at N=\d+ is 1; the spec counts"),
+        (_set("dtype", "float16"), r"'dtype' is 'float16'; the benchmark's spec says 'float32'"),
+        (_set("x_name", "rows"), r"'x_name' is 'rows'"),
+        (_set("pass", "backward"), r"'pass' is 'backward'; the spec times the forward pass"),
+        (_set("series.Triton.2", None), r"Triton has no rate at N=\["),
+        (_set("check.worst_relative_error", 0.5), r"'check.worst_relative_error' is 0.5"),
+        (_set("series.PyTorch.0", 1e6), r"series\['PyTorch'\] at N=\d+ is 1e\+06 GB/s, more"),
+        (_set("call_series.Triton.1", 1e6), r"call_series\['Triton'\] at N=\d+ is 1e\+06"),
+        (lambda doc: doc["series"].pop("torch.compile"), r"the series are \["),
+    ],
+    ids=["sizes", "work", "dtype", "x-name", "pass", "triton-null", "failed-check",
+         "rate-100x-ceiling", "call-rate", "series-missing"],
+)  # fmt: skip
+def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: Callable[[dict], None], message: str
+) -> None:
+    # Each edit was accepted by the loaders, drawn on the page and passed by --stale.
+    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    edited = _edited(doc)(change)
+    if "Triton has no rate" in message:
+        edited["call_series"]["Triton"][2] = None
+        edited.setdefault("unavailable", {})["Triton"] = "edited by hand"
+    if "the series are" in message:
+        edited["call_series"].pop("torch.compile")
+    monkeypatch.setattr(measurements, "MEASUREMENTS_DIR", tmp_path)
+    (tmp_path / "vector_add.json").write_text(json.dumps(edited), encoding="utf-8")
+    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+        load_current(BENCHMARKS["vector_add"])
+
+
+def test_the_committed_records_agree_with_their_specs_checks_and_ceilings() -> None:
+    # What the test above refuses, none of the records in the repository does.
+    for spec in BENCHMARKS.values():
+        load_current(spec)

@@ -1,6 +1,8 @@
 """The question banks: the intro bank against the seed, and each kind of malformed bank."""
 
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -197,6 +199,20 @@ MALFORMED = {
     "no questions": ("questions: []\n", r"'questions' must be a non-empty list"),
     "not YAML": ("questions: [\n", r"not valid YAML"),
     "not a mapping": ("- just\n- a list\n", r"the bank must be a mapping"),
+    # Before: the escape character reached the page's HTML as it was.
+    "a control character": (
+        'questions:\n  - id: q1\n    question: "Which\\e[31m?"\n    options:\n'
+        "      - text: A\n        correct: true\n        why: So.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\): 'question' holds the control character U\+001B",
+    ),
+    # Before: a TypeError from sorting a number beside a string.
+    "a number and a string as unknown keys": (
+        "questions:\n  - id: q1\n    1: one\n    extra: two\n    question: Which?\n"
+        "    options:\n      - text: A\n        correct: true\n        why: So.\n"
+        "      - text: B\n        why: Not so.\n",
+        r"unknown key 'extra', 1 ",
+    ),
 }
 
 
@@ -223,3 +239,23 @@ def test_a_bank_that_is_not_utf8_or_too_large_is_named(tmp_path: Path) -> None:
 def test_missing_bank_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(QuizBankError, match=r"nothere\.yaml: cannot read the bank"):
         load_bank(tmp_path / "nothere.yaml")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (os.mkfifo, r"not a regular file"),
+        (lambda path: path.symlink_to("/dev/zero"), r"not a regular file"),
+        (lambda path: path.mkdir(), r"Is a directory"),
+        (lambda path: path.symlink_to(path.name), r"Too many levels of symbolic links"),
+    ],
+    ids=["fifo", "dev-zero", "directory", "link-loop"],
+)
+def test_a_bank_that_is_no_file_is_named_without_hanging(
+    tmp_path: Path, make: Callable[[Path], object], message: str
+) -> None:
+    # Before: a FIFO hung the build and a link to /dev/zero filled the memory.
+    path = tmp_path / "odd.yaml"
+    make(path)
+    with pytest.raises(QuizBankError, match=r"odd\.yaml: cannot read the bank \(" + message):
+        load_bank(path)

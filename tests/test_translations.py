@@ -118,17 +118,19 @@ def test_a_translation_that_does_not_match_names_file_and_question(
 
 
 def marked_phrases() -> set[str]:
-    """Every phrase marked ``_("...")`` in the kernels package, the gallery's scripts,
-    the site's Sphinx extensions and the pages' code."""
+    """Every phrase marked ``_("...")`` in the kernels package (its exercises included,
+    whose texts are marked ``N_("...")`` and translated where shown), the gallery's
+    scripts, the site's Sphinx extensions and the pages' code."""
     found = set()
-    scripts = [*(ROOT / "kernels").glob("*.py"), *(ROOT / "gallery").glob("*.py"),
+    scripts = [*(ROOT / "kernels").glob("*.py"), *(ROOT / "kernels" / "exercises").glob("*.py"),
+               *(ROOT / "gallery").glob("*.py"),
                *(ROOT / "docs" / "_ext").glob("*.py")]  # fmt: skip
     sources = {path: path.read_text(encoding="utf-8") for path in scripts}
     for page in (ROOT / "docs").rglob("*.md"):
         sources[page] = lesson_code(page.read_text(encoding="utf-8"))
     for path, source in sources.items():
         for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("_", "N_"):
                 assert isinstance(node.args[0], ast.Constant), f"{path}: _() of a non-literal"
                 found.add(node.args[0].value)
     return found
