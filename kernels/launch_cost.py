@@ -1,4 +1,5 @@
-"""What one call of each launcher costs the host: the launcher, a bare launch, PyTorch.
+"""What one call of each launcher costs the host: the launcher, a bare launch, PyTorch,
+and the launcher replayed from a CUDA graph.
 
 A *launcher* is the Python function a user calls, such as :func:`kernels.vector_add.add`:
 it checks its inputs, allocates its output and launches its kernel(s). On tiny inputs a
@@ -10,7 +11,10 @@ For every launcher of the course, :func:`measure` times it three ways:
   and output made beforehand: no checks, no allocation, no autograd, only Triton's own
   launch (binding the arguments, finding the compiled kernel for them, handing it to the
   driver);
-- ``PyTorch``: PyTorch's equivalent operation, in eager mode.
+- ``PyTorch``: PyTorch's equivalent operation, in eager mode;
+- ``CUDA graph``: the launcher's calls captured once in a CUDA graph and replayed: one
+  request to the driver runs them all, none of their Python (:func:`cuda_graph_replay`).
+  What is left per call is the GPU's own work and its gaps between kernels.
 
 The first minus the second is the launcher's own Python, less what its direct launch
 (:mod:`kernels.direct_launch`) saves over ``kernel[grid](...)``: negative where the
@@ -19,7 +23,8 @@ saving is the larger.
 How a way is timed (:func:`host_times_us`): after a warm-up (compilation, autotuning,
 the allocator's first blocks), CALLS calls back to back and one
 ``torch.cuda.synchronize()``; the time from before the first call to the end of the
-synchronisation, over CALLS, is the host time per call. The three ways take turns,
+synchronisation, over CALLS, is the host time per call. A graph of CALLS calls is timed
+the same way, one replay per timing (:func:`graph_host_time`). The three other ways take turns,
 REPEATS times, and the median is kept. The inputs are tiny so that the GPU runs each
 call's work in less time than the host takes to issue the next: the GPU waits for the
 host, and the loop times the host. The time the final synchronisation waited is kept
@@ -404,15 +409,50 @@ def host_times_us(
     }
 
 
+def cuda_graph_replay(call: Callable[[], object], n_calls: int) -> Callable[[], object]:
+    """``n_calls`` calls of ``call`` captured in one CUDA graph; returns the graph's replay.
+    ``call`` must have run before: a capture can neither compile nor tune a kernel, nor
+    wait for the GPU. The replay runs the recorded launches with the arguments they had
+    (outputs included: the graph's own memory), from one request to the driver."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(n_calls):
+            call()
+    return graph.replay
+
+
+def graph_host_time(
+    call: Callable[[], object],
+    *,
+    n_calls: int = CALLS,
+    repeats: int = REPEATS,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    synchronize: Callable[[], object] | None = None,
+    capture: Callable[[Callable[[], object], int], Callable[[], object]] = cuda_graph_replay,
+) -> HostTime:
+    """Time per call of ``call`` replayed from a graph of ``n_calls`` calls (``capture``
+    makes the replay): each timing is one replay and one synchronisation, as
+    :func:`host_times_us` times a loop, over ``n_calls``. The final wait is the replay's
+    whole: the host only asks, and the GPU does the rest."""
+    replay = capture(call, n_calls)
+    whole = host_times_us({"graph": replay}, n_calls=1, repeats=repeats, warmup_calls=1,
+                          clock=clock, synchronize=synchronize)["graph"]  # fmt: skip
+    return HostTime(whole.per_call_us / n_calls, whole.final_wait_us)
+
+
 @dataclass(frozen=True)
 class LauncherCost:
-    """The three host times of one launcher, and what it was called on."""
+    """The host times of one launcher, and what it was called on. ``graph`` is None
+    where the launcher could not be captured in a CUDA graph, with the reason in
+    ``graph_unavailable``."""
 
     launcher: str
     inputs: str
     triton: HostTime
     bare: HostTime
     torch: HostTime
+    graph: HostTime | None = None
+    graph_unavailable: str | None = None
 
 
 def measure(
@@ -422,12 +462,15 @@ def measure(
     warmup_calls: int = WARMUP_CALLS,
     clock: Callable[[], int] = time.perf_counter_ns,
     synchronize: Callable[[], object] | None = None,
+    capture: Callable[[Callable[[], object], int], Callable[[], object]] = cuda_graph_replay,
 ) -> list[LauncherCost]:
     """Check each launcher's bare launch against it, then time the three ways of calling
-    it with :func:`host_times_us` (which takes the keywords), launcher by launcher.
+    it with :func:`host_times_us` (which takes the keywords), and its replay from a CUDA
+    graph with :func:`graph_host_time`, launcher by launcher.
 
     On a GPU; without one this raises ``RuntimeError``, unless a stand-in ``synchronize``
-    is given (the tests give one, with a stand-in clock, and run the interpreter).
+    is given (the tests give one, with a stand-in clock and capture, and run the
+    interpreter). A launcher that cannot be captured has no graph time, and the reason.
     """
     synchronize = synchronize or _gpu_synchronize()
     device = kernel_device()
@@ -443,5 +486,12 @@ def measure(
             clock=clock,
             synchronize=synchronize,
         )
-        costs.append(LauncherCost(name, case.inputs, **times))
+        try:
+            graph = graph_host_time(case.triton, n_calls=n_calls, repeats=repeats, clock=clock,
+                                    synchronize=synchronize, capture=capture)  # fmt: skip
+            reason = None
+        except RuntimeError as error:  # what a capture raises for a call it cannot hold
+            graph, reason = None, f"{type(error).__name__}: {error}".splitlines()[0][:200]
+        costs.append(LauncherCost(name, case.inputs, **times, graph=graph,
+                                  graph_unavailable=reason))  # fmt: skip
     return costs

@@ -24,13 +24,25 @@ def launch_overhead_code() -> Code:
     return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
 
 
-def _by_series(costs: list[launch_cost.LauncherCost], what: str) -> dict[str, tuple[float, ...]]:
-    # One of HostTime's fields, as the record's series (measurements.LAUNCH_SERIES).
-    ways = {"Triton": "triton", "bare launch": "bare", "PyTorch": "torch"}
+def _by_series(
+    costs: list[launch_cost.LauncherCost], what: str
+) -> dict[str, tuple[float | None, ...]]:
+    # One of HostTime's fields, as the record's series (measurements.LAUNCH_SERIES);
+    # None where a way has no time (a launcher no CUDA graph could hold).
+    ways = {"Triton": "triton", "bare launch": "bare", "PyTorch": "torch", "CUDA graph": "graph"}
     return {
-        series: tuple(getattr(getattr(cost, way), what) for cost in costs)
+        series: tuple(
+            None if getattr(cost, way) is None else getattr(getattr(cost, way), what)
+            for cost in costs
+        )
         for series, way in ways.items()
     }
+
+
+def _unavailable(costs: list[launch_cost.LauncherCost]) -> dict[str, str]:
+    # The reasons of the launchers without a CUDA graph time, under the series' name.
+    reasons = [f"{c.launcher}: {c.graph_unavailable}" for c in costs if c.graph is None]
+    return {"CUDA graph": "; ".join(reasons)} if reasons else {}
 
 
 def measure_launch_overhead() -> LaunchOverhead:
@@ -43,7 +55,9 @@ def measure_launch_overhead() -> LaunchOverhead:
     for cost in costs:
         print(
             f"{cost.launcher:>14}: Triton {cost.triton.per_call_us:6.1f}, bare launch "
-            f"{cost.bare.per_call_us:6.1f}, PyTorch {cost.torch.per_call_us:6.1f} us per call",
+            f"{cost.bare.per_call_us:6.1f}, PyTorch {cost.torch.per_call_us:6.1f}, CUDA graph "
+            + ("n/a" if cost.graph is None else f"{cost.graph.per_call_us:6.1f}")
+            + " us per call",
             flush=True,
         )
     return LaunchOverhead(
@@ -54,6 +68,7 @@ def measure_launch_overhead() -> LaunchOverhead:
         series=_by_series(costs, "per_call_us"),
         final_wait_us=_by_series(costs, "final_wait_us"),
         inputs={cost.launcher: cost.inputs for cost in costs},
+        unavailable=_unavailable(costs),
         code=launch_overhead_code(),
         environment=provenance.capture(),
         details={
@@ -62,6 +77,10 @@ def measure_launch_overhead() -> LaunchOverhead:
                     "calls back to back after a warm-up, one torch.cuda.synchronize() at the "
                     "end, time.perf_counter_ns around both, over the number of calls; median "
                     "over the repeats, the three ways of calling taking turns"
+                ),
+                "cuda_graph": (
+                    "the launcher's calls captured once in one CUDA graph; each timing one "
+                    "replay and one torch.cuda.synchronize(), over the number of calls"
                 ),
                 "calls": launch_cost.CALLS,
                 "repeats": launch_cost.REPEATS,

@@ -74,7 +74,10 @@ METRICS = ("GB/s", "TFLOP/s")
 # The one record that is not a rate, its metric, and its series in order.
 LAUNCH_OVERHEAD = "launch_overhead"
 LAUNCH_METRIC = "us"
-LAUNCH_SERIES = ("Triton", "bare launch", "PyTorch")
+LAUNCH_SERIES = ("Triton", "bare launch", "PyTorch", "CUDA graph")
+# The series timed as a loop of calls and one wait; "CUDA graph" is one replay of a
+# graph of those calls, whose final wait is the whole graph's GPU time.
+LAUNCH_LOOPS = ("Triton", "bare launch", "PyTorch")
 # The series of launch_overhead that must hold a time for every launcher: the table
 # and the page subtract one from the other.
 _LAUNCH_TIMED = ("Triton", "bare launch")
@@ -203,7 +206,8 @@ class LaunchOverhead:
     """``launch_overhead.json``: microseconds of host time per call, for each launcher.
 
     ``series`` holds, per name of :data:`LAUNCH_SERIES`, one time per launcher in ``x``
-    (``null`` only for ``PyTorch``, with the reason under ``unavailable``);
+    (``null`` only for ``PyTorch`` and ``CUDA graph``, with the reason under
+    ``unavailable``);
     ``final_wait_us`` the wait for the GPU at the end of a timed loop, in the same shape;
     ``inputs`` says what each launcher was called on. ``fresh`` and ``placeholder`` are
     as for :class:`Measurement`.

@@ -97,6 +97,10 @@ def number(english: str) -> str:
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
     run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
-    launch" and "Triton, no copy" are translated."""
-    translated = {"bare launch": _("bare launch"), "Triton, no copy": _("Triton, no copy")}
+    launch", "Triton, no copy" and "CUDA graph" are translated."""
+    translated = {
+        "bare launch": _("bare launch"),
+        "Triton, no copy": _("Triton, no copy"),
+        "CUDA graph": _("CUDA graph"),
+    }
     return translated.get(name, name)

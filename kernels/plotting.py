@@ -21,6 +21,7 @@ from .provenance import caption, placeholder_caption
 PROVIDER_COLOURS = {
     "Triton": "#1f77b4",
     "bare launch": "#aec7e8",
+    "CUDA graph": "#17becf",
     "PyTorch": "#ff7f0e",
     "torch.compile": "#2ca02c",
     "cuBLAS": "#d62728",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import measurements, other_gpus
-from .measurements import LaunchOverhead, Measurement
+from .measurements import LAUNCH_LOOPS, LaunchOverhead, Measurement
 from .messages import _, number, series_name, translated
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
@@ -458,14 +458,16 @@ def print_peak_memory(measurement: Measurement) -> None:
 class LaunchCost:
     """One launcher's host time per call, in microseconds, from the launch_overhead
     record: the launcher's (``triton``), a bare launch of its kernels' (``bare``), the
-    difference (``python``: the launcher's checks, allocations and autograd wiring), and
-    PyTorch's equivalent (``torch``, None where it could not run)."""
+    difference (``python``: the launcher's checks, allocations and autograd wiring),
+    PyTorch's equivalent (``torch``, None where it could not run) and the launcher
+    replayed from a CUDA graph (``graph``, None where it could not be captured)."""
 
     launcher: str
     triton: float
     bare: float
     python: float
     torch: float | None
+    graph: float | None
 
 
 def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
@@ -476,19 +478,19 @@ def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
         bare = record.time_us("bare launch", launcher)
         # The contract guarantees both (measurements: no null in these two series).
         assert triton is not None and bare is not None
-        costs.append(
-            LaunchCost(launcher, triton, bare, triton - bare, record.time_us("PyTorch", launcher))
-        )
+        torch_us, graph_us = (record.time_us(s, launcher) for s in ("PyTorch", "CUDA graph"))
+        costs.append(LaunchCost(launcher, triton, bare, triton - bare, torch_us, graph_us))
     return costs
 
 
 def longest_final_wait(record: LaunchOverhead) -> float:
     """The longest wait for the GPU at the end of a timed loop in ``record``, in calls:
     each wait over the host time per call of its loop. About one where the GPU kept up
-    with the host; where it fell behind, the calls it had not run yet are in the wait."""
+    with the host; where it fell behind, the calls it had not run yet are in the wait.
+    A graph's replay is no loop: its wait is all of its calls, by design."""
     return max(
         wait / time
-        for name in record.providers
+        for name in LAUNCH_LOOPS
         for wait, time in zip(record.final_wait_us[name], record.series[name], strict=True)
         if wait is not None and time is not None
     )
@@ -496,22 +498,25 @@ def longest_final_wait(record: LaunchOverhead) -> float:
 
 def launch_table(record: LaunchOverhead) -> ResultTable:
     """The launch_overhead record as a :class:`ResultTable`: per launcher, the host time of
-    a call, of a bare launch, their difference and PyTorch's, in microseconds."""
+    a call, of a bare launch, their difference, PyTorch's and the call replayed from a
+    CUDA graph, in microseconds."""
     if record.placeholder:
         return _not_measured(record.benchmark)
     caption = [
         _(
             "Host time per call, in µs, on tiny inputs. 'launcher minus bare': the launcher's "
             "own Python (checks, allocation, autograd wiring) less what its direct launch "
-            "saves over kernel[grid] (negative where the saving is larger)."
+            "saves over kernel[grid] (negative where the saving is larger). 'CUDA graph': "
+            "the launcher's calls replayed from one CUDA graph, per call."
         )
     ]
     header = [_("launcher"), "Triton", series_name("bare launch"), _("launcher minus bare"),
-              "PyTorch"]  # fmt: skip
+              "PyTorch", series_name("CUDA graph")]  # fmt: skip
     rows = [
         [cost.launcher, number(f"{cost.triton:.1f}"), number(f"{cost.bare:.1f}"),
          number(f"{cost.python:+.1f}"),
-         "n/a" if cost.torch is None else number(f"{cost.torch:.1f}")]
+         "n/a" if cost.torch is None else number(f"{cost.torch:.1f}"),
+         "n/a" if cost.graph is None else number(f"{cost.graph:.1f}")]
         for cost in launch_costs(record)
     ]  # fmt: skip
     notes = [

@@ -225,9 +225,21 @@ def _backward_tile(x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask, dweigh
     # rows ran 0.91-0.99x Liger in three runs (recomputed, with two sums: 0.78x; with
     # both sums in one tl.reduce: 0.84x); shorter rows ran as before, within 2%.
     # dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), x_hat = x * inv_rms.
+    c_hat = _mean_product(x, dy, weight, inv_rms, n_cols)
+    return _dx_and_dweight(x, dy, weight, inv_rms, c_hat, dx_ptr, offsets, mask, dweight)
+
+
+@triton.jit
+def _mean_product(x, dy, weight, inv_rms, n_cols):
+    # c_hat = mean(w*dy * x_hat) of each row of the tile, as a column.
+    return tl.sum((x * inv_rms) * (dy * weight[None, :]), axis=1, keep_dims=True) / n_cols
+
+
+@triton.jit
+def _dx_and_dweight(x, dy, weight, inv_rms, c_hat, dx_ptr, offsets, mask, dweight):
+    # dx of the tile, stored, and the tile's share of dweight added.
     weighted_dy = dy * weight[None, :]
     x_hat = x * inv_rms
-    c_hat = tl.sum(x_hat * weighted_dy, axis=1, keep_dims=True) / n_cols
     dx = (weighted_dy - x_hat * c_hat) * inv_rms
     tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     return dweight + dy * x_hat
@@ -247,11 +259,17 @@ def rms_norm_backward_kernel(
     BLOCK_SIZE: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
     PREFETCH: tl.constexpr,
+    RELOAD: tl.constexpr,
 ):
     # A fixed number of programs, each striding over tiles of ROWS_PER_TILE rows and
     # keeping one partial sum of dweight in registers, as LayerNorm's backward kernel.
     # PREFETCH: load the next tile before working on this one, so that memory keeps
     # working through the reductions and the store (as softmax_prefetch_kernel does).
+    # RELOAD (without PREFETCH): read each tile twice, for the row sums and again, from
+    # the cache the first read asked to keep it in, for dx and dweight, instead of
+    # holding it through the sums beside the weight and dweight. Compiled here for
+    # sm_90 (Triton 3.9), 16384-value rows in 16 warps then take 128 registers a thread
+    # and spill nothing, where holding them took as many and spilled 164 bytes.
     program = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     col_mask = cols < n_cols
@@ -281,11 +299,20 @@ def rms_norm_backward_kernel(
         for first_row in range(first, n_rows, step):
             rows, row_mask, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask,
                                                      n_rows, n_cols)  # fmt: skip
-            x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
-            dweight = _backward_tile(x, dy, weight, inv_rms[:, None], n_cols, dx_ptr,
-                                     offsets, mask, dweight)  # fmt: skip
+            inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)[:, None]
+            if RELOAD:
+                x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+                dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+                c_hat = _mean_product(x.to(ACC), dy.to(ACC), weight, inv_rms, n_cols)
+                x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
+                dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
+                dweight = _dx_and_dweight(x.to(ACC), dy.to(ACC), weight, inv_rms, c_hat, dx_ptr,
+                                          offsets, mask, dweight)  # fmt: skip
+            else:
+                x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                dweight = _backward_tile(x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask,
+                                         dweight)  # fmt: skip
     tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
 
 
@@ -380,11 +407,14 @@ PREFETCH_MAX_COLS = 8192
 # Values of each row-sized tile per thread in the fused kernel (about; they set the
 # warps), for tiles that are prefetched and for longer rows, which are not. On an H200
 # with the saved inverse RMS: 5120- and 7168-value rows (prefetched) spill with 64 and
-# ran 0.04-0.06x; 16384-value rows ran 0.79x Liger with 16, 0.88x with 32, 0.94-0.99x
-# with 64 (8 warps) and spilled with 128 (0.04x). How many programs share a
-# multiprocessor (BACKWARD_WARPS_PER_SM 8 to 64) made no difference at 16384.
+# ran 0.04-0.06x. Rows not prefetched are read twice rather than held (RELOAD in
+# rms_norm_backward_kernel), which frees registers: on an H100, 16384-value rows read
+# twice ran 1.08x the fastest baseline with 16 values a thread, 1.12x with 32 and 0.95x
+# with 64. How many programs share a multiprocessor (BACKWARD_WARPS_PER_SM 8 to 64)
+# made no difference at 16384.
 BACKWARD_VALUES_PER_THREAD = 32
-BACKWARD_LONG_VALUES_PER_THREAD = 64
+BACKWARD_LONG_VALUES_PER_THREAD = 32
+BACKWARD_RELOAD = True
 INPUT_GRAD_BLOCK = 4096
 STRIP_COLS = 256
 STRIP_ROWS = 16
@@ -405,7 +435,7 @@ def _fused_backward(grad_rows, rows, weight, inv_rms, dx):
     launch(rms_norm_backward_kernel, (n_partials,),
         grad_rows, rows, weight, inv_rms, dx, partial_dw, n_rows, n_cols,
         ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
-        PREFETCH=prefetch, num_warps=num_warps,
+        PREFETCH=prefetch, RELOAD=BACKWARD_RELOAD and not prefetch, num_warps=num_warps,
     )  # fmt: skip
     return partial_dw
 

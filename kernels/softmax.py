@@ -27,6 +27,7 @@ from .launch import (
     accumulator,
     as_rows,
     benchmark_rows,
+    cdiv,
     resident_programs,
     row_block,
     warps_for,
@@ -210,34 +211,63 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-# The backward kernel holds two rows, y and dy: rows up to this length stay whole in
-# registers, about BACKWARD_VALUES_PER_THREAD values of each per thread and at most
-# BACKWARD_MOST_WARPS warps; longer rows are walked in tiles of BACKWARD_LOOP_BLOCK
-# values. On an H200, rows of 1024-16384 values ran the same with 8, 16 or 32 values
-# per thread.
-BACKWARD_MAX_FUSED_COLS = 32768
-BACKWARD_VALUES_PER_THREAD = 32
-# On an H200, 32768-value rows ran 0.90x Liger in one tile of 16 warps, 0.88x with 32,
-# and 0.72x walked in tiles; 65536 in one tile spilled (0.47x).
-BACKWARD_MOST_WARPS = 16
+# The backward kernel holds two rows, y and dy: rows up to BACKWARD_MAX_FUSED_COLS
+# stay whole in registers, about BACKWARD_VALUES_PER_THREAD values of each per thread
+# and at most BACKWARD_MOST_WARPS warps; longer rows are walked in tiles of
+# BACKWARD_LOOP_BLOCK values. A row that leaves part of its tile masked is fused only up
+# to BACKWARD_MAX_MASKED_COLS. Measured on an H100 (scratch knobs, kernel time): 65536-
+# value rows ran 1.14x the best baseline in one tile of 32 warps, 1.01x with 16 warps and
+# 0.76x walked in tiles; 50257-value rows in a masked 65536 tile ran 0.56x, walked in
+# tiles 1.36x. Rows of 1024-32768 values ran within 2% with 8, 16 or 32 values a thread
+# (4096: 0.93x with 32).
+BACKWARD_MAX_FUSED_COLS = 65536
+BACKWARD_MAX_MASKED_COLS = 32768
+BACKWARD_VALUES_PER_THREAD = 16
+BACKWARD_MOST_WARPS = 32
+# The one-tile kernel reads each row twice, the second time from cache, rather than
+# holding it through the sum (see softmax_backward_kernel).
+BACKWARD_RELOAD = True
+# Short rows share a program: it takes rows until it holds about BACKWARD_TILE values.
+# On an H100, 1024-value rows ran the same one or two to a program and slower four or
+# eight to a program; the sharing is for rows shorter than that.
+BACKWARD_TILE = 1024
 BACKWARD_LOOP_BLOCK = 8192
 BACKWARD_LOOP_WARPS = 16
 
 
 @triton.jit
 def softmax_backward_kernel(
-    y_ptr, dy_ptr, dx_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_rows,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    ROWS: tl.constexpr,
+    EVEN: tl.constexpr,
+    RELOAD: tl.constexpr,
 ):
-    # One program per row: dx = y * (dy - sum(y * dy)).
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = (cols < n_cols) | EVEN
-    offsets = row * n_cols + cols
-    # Padding lanes read zeros, which add nothing to the sum.
-    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(ACC)
-    dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-    dx = y * (dy - tl.sum(y * dy, axis=0))
-    tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    # ROWS rows per program: dx = y * (dy - sum(y * dy)) for each. EVEN: the rows fill
+    # the tile and the programs, so no lane is masked.
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    cols = tl.arange(0, BLOCK_SIZE)[None, :]
+    mask = ((cols < n_cols) & (rows < n_rows)) | EVEN
+    offsets = rows * n_cols + cols
+    if RELOAD:
+        # The rows are read twice: for the sum, then again for dx, from the cache the
+        # first read asked to keep them in. Holding y and dy through the sum is what the
+        # other path pays in registers: for sm_90, 16384-value rows in 16 warps take 48
+        # registers a thread this way and 82 the other (two programs per multiprocessor
+        # instead of one), and 32768-value rows no longer spill.
+        dot = tl.sum(_products(y_ptr, dy_ptr, 0, offsets, mask, ACC), axis=1)
+        _dx_part(y_ptr, dy_ptr, dx_ptr, 0, offsets, mask, dot[:, None], ACC)
+    else:
+        # Padding lanes read zeros, which add nothing to the sum.
+        y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        dx = y * (dy - tl.sum(y * dy, axis=1)[:, None])
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -304,6 +334,12 @@ def softmax_backward_looped_kernel(
             _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset + start, cols, mask, dot, ACC)
 
 
+def backward_fits_one_tile(n_cols: int) -> bool:
+    """Whether the backward pass holds rows of ``n_cols`` values in one tile (else loops)."""
+    fills_tile = row_block(n_cols) == n_cols
+    return n_cols <= (BACKWARD_MAX_FUSED_COLS if fills_tile else BACKWARD_MAX_MASKED_COLS)
+
+
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     """The gradient of softmax's input from its output ``y`` and the output's gradient."""
     rows, grad_rows = as_rows(y), as_rows(dy)
@@ -312,7 +348,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     if n_rows == 0:
         return dx.view_as(y)
     acc = accumulator(y.dtype)
-    if n_cols > BACKWARD_MAX_FUSED_COLS:
+    if not backward_fits_one_tile(n_cols):
         launch(softmax_backward_looped_kernel, (n_rows,),
             rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
             EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, ALIGN=align_for(y.dtype, n_cols),
@@ -320,9 +356,12 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
     else:
         block = row_block(n_cols)
-        launch(softmax_backward_kernel, (n_rows,),
-            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=block, EVEN=block == n_cols,
-            num_warps=warps_for(block, per_thread=BACKWARD_VALUES_PER_THREAD,
+        rows_per_program = max(1, BACKWARD_TILE // block)
+        launch(softmax_backward_kernel, (cdiv(n_rows, rows_per_program),),
+            rows, grad_rows, dx, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block,
+            ROWS=rows_per_program,
+            EVEN=block == n_cols and n_rows % rows_per_program == 0, RELOAD=BACKWARD_RELOAD,
+            num_warps=warps_for(rows_per_program * block, per_thread=BACKWARD_VALUES_PER_THREAD,
                                 most=BACKWARD_MOST_WARPS),
         )  # fmt: skip
     return dx.view_as(y)

@@ -98,7 +98,7 @@ WAITS = launch_doc()["final_wait_us"]
         (broken("call_series", SERIES), "'call_series' belongs to rate records"),
         (broken("dtype", "float32"), "'dtype' belongs to rate records"),
         (broken("series", {"Triton": [1.0] * 3, "PyTorch": [1.0] * 3}),
-         "'series' must hold 'Triton', 'bare launch', 'PyTorch', in that order"),
+         "'series' must hold 'Triton', 'bare launch', 'PyTorch', 'CUDA graph', in that order"),
         (broken("series", {**SERIES, "Triton": [1.0, 2.0]}),
          "series['Triton'] must have one time per launcher in x (3)"),
         (broken("series", {**SERIES, "bare launch": [1.0, 0.0, 2.0]}),
@@ -160,9 +160,9 @@ def test_the_figure_has_a_bar_per_launcher_and_series_and_its_caption() -> None:
     assert ax.get_xlabel() == "µs per call"
     assert [t.get_text() for t in figure.legends[0].get_texts()] == list(record.providers)
     # The first launcher is at the top, and within it the first series.
-    add_bars = [bar for bar in ax.patches if bar.get_width() in (20.0, 12.0, 5.0)]
-    assert ax.yaxis_inverted() and [b.get_width() for b in add_bars] == [20.0, 12.0, 5.0]
-    assert add_bars[0].get_y() < add_bars[1].get_y() < add_bars[2].get_y()
+    add_bars = [bar for bar in ax.patches if bar.get_width() in (20.0, 12.0, 5.0, 2.5)]
+    assert ax.yaxis_inverted() and [b.get_width() for b in add_bars] == [20.0, 12.0, 5.0, 2.5]
+    assert add_bars[0].get_y() < add_bars[1].get_y() < add_bars[2].get_y() < add_bars[3].get_y()
     figure.canvas.draw()
     sizes = [t.get_fontsize() for t in figure.findobj(matplotlib.text.Text) if t.get_text()]
     assert min(sizes) >= TEXT_PT
@@ -171,14 +171,16 @@ def test_the_figure_has_a_bar_per_launcher_and_series_and_its_caption() -> None:
 
 def test_the_table_gives_each_launcher_minus_its_bare_launch() -> None:
     table = launch_table(launch_sample())
-    assert table.header == ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch"]
+    assert table.header == ["launcher", "Triton", "bare launch", "launcher minus bare", "PyTorch",
+                            "CUDA graph"]  # fmt: skip
     assert table.rows == [
-        ["add", "20.0", "12.0", "+8.0", "5.0"],
-        ["softmax", "24.0", "14.0", "+10.0", "6.0"],
-        ["matmul", "40.0", "30.0", "+10.0", "8.0"],
+        ["add", "20.0", "12.0", "+8.0", "5.0", "2.5"],
+        ["softmax", "24.0", "14.0", "+10.0", "6.0", "3.0"],
+        ["matmul", "40.0", "30.0", "+10.0", "8.0", "4.5"],
     ]
     assert "<td>+8.0</td>" in table._repr_html_()
-    # The longest wait: matmul's PyTorch loop waited 4 us, half a call of 8 us.
+    # The longest wait of a loop of calls: matmul's PyTorch loop waited 4 us, half a call
+    # of 8 us. A graph's replay waits for all its calls: it is not a loop's wait.
     assert longest_final_wait(launch_sample()) == 0.5
     costs = launch_costs(launch_sample())
     assert [(c.launcher, c.python) for c in costs] == [
@@ -347,6 +349,52 @@ def test_garbage_collection_is_paused_while_timing_and_restored() -> None:
     assert gc.isenabled()
 
 
+def test_a_graph_is_timed_as_one_replay_over_its_calls() -> None:
+    gpu = StandInGPU({"a": [5_000] * 3}, wait_ns=30_000)
+    captured = []
+
+    def capture(call: Callable[[], object], n_calls: int) -> Callable[[], None]:
+        captured.append(n_calls)
+        return lambda: [call() for _ in range(n_calls)]
+
+    time = launch_cost.graph_host_time(gpu.call("a"), n_calls=10, repeats=3, clock=gpu.clock,
+                                       synchronize=gpu.synchronize, capture=capture)  # fmt: skip
+    # (10 calls x 5 us + one 30 us wait) / 10 calls; the wait is the replay's whole.
+    assert time == launch_cost.HostTime(per_call_us=8.0, final_wait_us=30.0)
+    assert captured == [10]
+
+
+def test_a_launcher_no_graph_can_hold_has_no_graph_time_and_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def capture(call: Callable[[], object], n_calls: int) -> Callable[[], None]:
+        raise RuntimeError("operation not permitted when stream is capturing\nmore")
+
+    ticks = iter(range(1_000, 10**9, 1_000))  # a clock that moves 1 us at each reading
+    costs = launch_cost.measure(n_calls=1, repeats=1, warmup_calls=0,
+                                clock=lambda: next(ticks), synchronize=lambda: None,
+                                capture=capture)  # fmt: skip
+    assert all(c.graph is None for c in costs)
+    assert costs[0].graph_unavailable == (
+        "RuntimeError: operation not permitted when stream is capturing"
+    )
+    monkeypatch.setattr(launch_record, "interpreted", lambda: False)
+    monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: costs[:2])
+    # A clean commit, whatever state the working tree is in: the record is only saved.
+    monkeypatch.setattr(launch_record.fingerprint, "commit", lambda: "0123456789ab")
+    environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
+    monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-04"})
+    record = launch_record.measure_launch_overhead()
+    assert record.series["CUDA graph"] == (None, None)
+    assert record.unavailable == {"CUDA graph": "add: RuntimeError: operation not permitted "
+                                  "when stream is capturing; dropout: RuntimeError: operation "
+                                  "not permitted when stream is capturing"}  # fmt: skip
+    assert "CUDA graph n/a: add: RuntimeError" in str(launch_table(record))
+    records_folder(monkeypatch, tmp_path, measurements.gpu_slug(environment["gpu"]))
+    measurements.save(record)
+    assert measurements.load_launch_overhead() == record
+
+
 @cpu_path
 def test_timing_refuses_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match="measured on a CUDA GPU only"):
@@ -368,11 +416,16 @@ def test_measure_checks_and_times_every_launcher_three_ways() -> None:
         now[0] += 1_000
         return now[0]
 
+    def capture(call: Callable[[], object], n_calls: int) -> Callable[[], None]:
+        # A stand-in for the graph: the calls, run again at each replay.
+        return lambda: [call() for _ in range(n_calls)]
+
     costs = launch_cost.measure(n_calls=1, repeats=1, warmup_calls=0, clock=clock,
-                                synchronize=lambda: None)  # fmt: skip
+                                synchronize=lambda: None, capture=capture)  # fmt: skip
     assert [cost.launcher for cost in costs] == list(launch_cost.LAUNCHERS)
     each = launch_cost.HostTime(per_call_us=2.0, final_wait_us=1.0)
-    assert all(c.triton == c.bare == c.torch == each for c in costs)
+    assert all(c.triton == c.bare == c.torch == c.graph == each for c in costs)
+    assert all(c.graph_unavailable is None for c in costs)
     assert costs[0].inputs == "x (4096,) float32, y (4096,) float32"
 
 
@@ -387,7 +440,7 @@ def test_measure_launch_overhead_records_the_three_series(
 
     fake = [
         launch_cost.LauncherCost(name, f"inputs of {name}", host_time(20.0 + i), host_time(10.0),
-                                 host_time(5.0))
+                                 host_time(5.0), host_time(2.0))
         for i, name in enumerate(launch_cost.LAUNCHERS)
     ]  # fmt: skip
     monkeypatch.setattr(launch_record, "interpreted", lambda: False)
@@ -400,8 +453,9 @@ def test_measure_launch_overhead_records_the_three_series(
     assert record.series["Triton"] == tuple(20.0 + i for i in range(len(fake)))
     assert record.series["bare launch"] == (10.0,) * len(fake)
     assert record.series["PyTorch"] == (5.0,) * len(fake)
+    assert record.series["CUDA graph"] == (2.0,) * len(fake) and not record.unavailable
     assert record.inputs["add"] == "inputs of add"
-    assert [record.final_wait_us[name][0] for name in record.providers] == [2.0, 1.0, 0.5]
+    assert [record.final_wait_us[name][0] for name in record.providers] == [2.0, 1.0, 0.5, 0.2]
     assert "final_wait_us" not in record.details
     assert record.code == launch_record.launch_overhead_code()
     measurements.save(record)

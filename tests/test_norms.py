@@ -145,14 +145,19 @@ def test_rms_norm_backward_matches_float64(shape: tuple[int, ...], dtype: torch.
         assert_close_to_float64(ours, theirs, dtype)
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "load-when-needed"])
+@pytest.mark.parametrize(
+    ("prefetch", "reload"),
+    [(True, False), (False, True), (False, False)],
+    ids=["prefetch", "read-twice", "load-when-needed"],
+)
 @pytest.mark.parametrize("n_cols", [2000, 700], ids=["wide-rows", "short-rows"])
 def test_rms_norm_backward_with_more_row_tiles_than_programs(
-    n_cols: int, prefetch: bool, monkeypatch: pytest.MonkeyPatch
+    n_cols: int, prefetch: bool, reload: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each program takes several tiles, the last one short (and, prefetching, loads the
     # tile after it, which is past the last row).
     monkeypatch.setattr(rms_norm, "BACKWARD_PREFETCH", prefetch)
+    monkeypatch.setattr(rms_norm, "BACKWARD_RELOAD", reload)
     rows_per_tile = max(1, rms_norm.BACKWARD_TILE // triton.next_power_of_2(n_cols))
     shape = (4 * rows_per_tile + 3, n_cols)
     assert shape[0] > 4 * rows_per_tile and shape[0] % rows_per_tile
@@ -176,7 +181,10 @@ def test_rms_norm_backward_prefetches_only_rows_that_fit_twice(
     monkeypatch.setattr(rms_norm, "launch", noted_launch)
     for ours, theirs in zip(*rms_norm_grads((3, n_cols), torch.float32), strict=True):
         assert_close_to_float64(ours, theirs, torch.float32)
-    assert launched["rms_norm_backward_kernel"]["PREFETCH"] == (n_cols <= 1024)
+    options = launched["rms_norm_backward_kernel"]
+    assert options["PREFETCH"] == (n_cols <= 1024)
+    # A tile that is not prefetched is read twice rather than held through the sums.
+    assert options["RELOAD"] == (rms_norm.BACKWARD_RELOAD and not options["PREFETCH"])
 
 
 @pytest.mark.parametrize(

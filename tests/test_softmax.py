@@ -84,12 +84,17 @@ def softmax_grad_and_float64_reference(x: torch.Tensor, dy: torch.Tensor):
     return leaf.grad, leaf64.grad
 
 
+@pytest.mark.parametrize("reload", [True, False], ids=["read-twice", "held"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
 @pytest.mark.parametrize(
     "shape", [(1, 1), (7, 781), (5, 1024), (3, 2, 1025)], ids=["1x1", "odd-row", "fills-tile", "3d"]
 )
-def test_backward_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+def test_backward_matches_float64(
+    shape: tuple[int, ...], dtype: torch.dtype, reload: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # bfloat16 is left to the harness check below: the interpreter rounds it by truncation.
+    # Both ways of the one-tile kernel: the row read twice, or held through the sum.
+    monkeypatch.setattr(softmax, "BACKWARD_RELOAD", reload)
     x, dy = randn(*shape, dtype=dtype, seed=1), randn(*shape, dtype=dtype, seed=2)
     grad, reference = softmax_grad_and_float64_reference(x, dy)
     assert grad.shape == x.shape and grad.dtype == dtype
@@ -98,6 +103,21 @@ def test_backward_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) ->
         assert (grad == 0).all()
     else:
         assert_close_to_float64(grad, reference, dtype)
+
+
+@pytest.mark.parametrize("reload", [True, False], ids=["read-twice", "held"])
+@pytest.mark.parametrize(
+    "shape", [(7, 781), (8, 1024), (3, 5)], ids=["odd-rows-and-row", "fills-tiles", "one-program"]
+)
+def test_backward_with_several_rows_per_program(
+    shape: tuple[int, int], reload: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Four rows to a program: 7 rows leave the last program one row short, 8 fill both.
+    monkeypatch.setattr(softmax, "BACKWARD_RELOAD", reload)
+    monkeypatch.setattr(softmax, "BACKWARD_TILE", 4 * triton.next_power_of_2(shape[-1]))
+    x, dy = randn(*shape, seed=5), randn(*shape, seed=6)
+    grad, reference = softmax_grad_and_float64_reference(x, dy)
+    assert_close_to_float64(grad, reference, torch.float32)
 
 
 @pytest.mark.parametrize(
@@ -109,17 +129,42 @@ def test_backward_matches_float64(shape: tuple[int, ...], dtype: torch.dtype) ->
     ids=["odd", "whole-tiles"],
 )
 def test_backward_of_long_rows_takes_the_looped_kernel(n_cols: int) -> None:
-    assert n_cols > softmax.BACKWARD_MAX_FUSED_COLS
+    assert not softmax.backward_fits_one_tile(n_cols)
     x, dy = randn(2, n_cols, seed=3) * 10, randn(2, n_cols, seed=4)
     grad, reference = softmax_grad_and_float64_reference(x, dy)
     assert_close_to_float64(grad, reference, torch.float32)
 
 
-@pytest.mark.parametrize("looped", [False, True], ids=["one-tile", "looped"])
-def test_gradcheck(looped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("n_cols", "one_tile"),
+    [
+        (softmax.BACKWARD_MAX_MASKED_COLS, True),
+        (softmax.BACKWARD_MAX_MASKED_COLS + 1, False),
+        (softmax.BACKWARD_MAX_FUSED_COLS, True),
+        (softmax.BACKWARD_MAX_FUSED_COLS + 1, False),
+    ],
+)
+def test_backward_holds_masked_rows_in_one_tile_only_up_to_the_masked_limit(
+    n_cols: int, one_tile: bool
+) -> None:
+    # A vocabulary of 50257 values in a 65536-value tile is looped: masked wide tiles
+    # were measured slower than the looped kernel (the comment above the limits).
+    assert softmax.BACKWARD_MAX_MASKED_COLS < 50257 <= softmax.BACKWARD_MAX_FUSED_COLS
+    assert softmax.backward_fits_one_tile(n_cols) is one_tile
+    assert softmax.backward_fits_one_tile(50257) is False
+
+
+@pytest.mark.parametrize(
+    ("looped", "reload"),
+    [(False, True), (False, False), (True, False)],
+    ids=["one-tile-read-twice", "one-tile-held", "looped"],
+)
+def test_gradcheck(looped: bool, reload: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(softmax, "BACKWARD_RELOAD", reload)
     if looped:
         # Rows of 37 values in tiles of 16: two whole tiles and a partial one.
         monkeypatch.setattr(softmax, "BACKWARD_MAX_FUSED_COLS", 8)
+        monkeypatch.setattr(softmax, "BACKWARD_MAX_MASKED_COLS", 8)
         monkeypatch.setattr(softmax, "BACKWARD_LOOP_BLOCK", 16)
     for n_cols in (37, 32):
         x = randn(4, n_cols, dtype=torch.float64, seed=n_cols).requires_grad_()
