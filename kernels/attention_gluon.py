@@ -13,7 +13,12 @@ done. This kernel uses that control for FlashAttention-3's schedule:
   key block, ``O += P V`` for the last one) and hands the turn over, then runs its
   softmax while the other's products run;
 * within a warpgroup, the softmax of key block j overlaps the ``P V`` product of block
-  j-1 (the products are asynchronous: the code waits for one of two).
+  j-1 (the products are asynchronous: the code waits for one of two);
+* the kernel is **persistent**: one program per SM walks its share of the tiles (query
+  block, head), and the loader brings the next tile's queries and keys while the
+  warpgroups finish the last one. A program's tiles are of neighbouring heads, so
+  that K and V come from L2, and under a causal mask they come in pairs of equal
+  work (a long query block and its mirror).
 
 The arithmetic is :mod:`kernels.attention`'s: scores in base-2 units, the online-softmax
 rescale, the log-sum-exp kept for a backward pass. Only the forward pass is written in
@@ -24,6 +29,7 @@ module meets are bound below), and it has no CPU interpreter, so tests compile t
 kernel for sm_90a on any machine and run it only on a Hopper GPU.
 """
 
+import functools
 import math
 
 import torch
@@ -90,35 +96,83 @@ def _softmax_step(s, m_prev, l_prev, qk_scale, rows, start_n, seq_len, mask_from
 
 
 @gluon.jit
-def _load_tiles(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty,
-                v_ready, v_empty, head, off_m, n_blocks):  # fmt: skip
-    # The loader warp: both halves of the query block once, then every key block's K
-    # and V into the ring, each into a slot that both warpgroups have released.
+def _unit(unit, n_query_blocks, causal):
+    # A program's work comes in units: (head, first query block, second query block,
+    # how many of the two). The units of one head are neighbours, so the programs at
+    # work at once share a few heads and read their K and V from L2 (a query-block-major
+    # order ran at 0.57-0.73x cuDNN on an H100, this one at 0.92-1.04x, d128, full).
+    # Without a mask a unit is one query block. Under a causal mask it is a long query
+    # block and its mirror, the short one: n_query_blocks + 1 key blocks, the same in
+    # every unit, so that programs handed every grid-th unit get equal work (handed
+    # tiles, a program took the same query block of every head whenever the grid was a
+    # multiple of the query blocks: 0.64x cuDNN at 1,500 tokens).
+    per_head = gl.where(causal != 0, (n_query_blocks + 1) // 2, n_query_blocks)
+    head = unit // per_head
+    pair = unit % per_head
+    first = gl.where(causal != 0, n_query_blocks - 1 - pair, pair)
+    # The middle block of an odd number of blocks is its own mirror.
+    n_members = gl.where(first > pair, 2, 1)
+    return head, first, pair, n_members
+
+
+@gluon.jit
+def _tile(query_block, seq_len, causal, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    # A query block's first query, its key blocks and the first key block that needs a
+    # mask.
+    off_m = query_block * BLOCK_M
+    n_blocks = gl.cdiv(seq_len, BLOCK_N)
+    mask_from = seq_len // BLOCK_N * BLOCK_N
+    if causal != 0:
+        # Key blocks past the diagonal are skipped; the diagonal's need the mask.
+        n_blocks = gl.minimum(n_blocks, (off_m + BLOCK_M) // BLOCK_N)
+        mask_from = gl.minimum(off_m, mask_from)
+    return off_m, n_blocks, mask_from
+
+
+@gluon.jit
+def _load_tiles(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
+                k_empty, v_ready, v_empty, seq_len, n_query_blocks, n_units,
+                causal):  # fmt: skip
+    # The loader warp, tile after tile: both halves of the query block once each
+    # warpgroup has released its last one, then every key block's K and V into the
+    # ring, each into a slot that both warpgroups have released. It runs ahead into
+    # the next tile while the warpgroups finish this one.
     HALF_M: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[2]
     STAGES: gl.constexpr = k_smem.shape[0]
+    q_bytes: gl.constexpr = HALF_M * HEAD_DIM * q_smem.dtype.primitive_bitwidth // 8
     tile_bytes: gl.constexpr = BLOCK_N * HEAD_DIM * k_smem.dtype.primitive_bitwidth // 8
-    for i in gl.static_range(2):
-        mbarrier.expect(q_bars.index(i), HALF_M * HEAD_DIM * q_smem.dtype.primitive_bitwidth // 8)
-        tma_load(q_desc, [head, off_m + i * HALF_M, 0], q_bars.index(i), q_smem.index(i))
-    for j in range(n_blocks):
-        slot = j % STAGES
-        phase = (j // STAGES) & 1
-        mbarrier.wait(k_empty.index(slot), phase)
-        mbarrier.expect(k_ready.index(slot), tile_bytes)
-        tma_load(k_desc, [head, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
-        mbarrier.wait(v_empty.index(slot), phase)
-        mbarrier.expect(v_ready.index(slot), tile_bytes)
-        tma_load(v_desc, [head, j * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+    loaded = 0  # key blocks loaded so far, over all tiles: the ring's position
+    tiles_done = 0
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        head, first, second, n_members = _unit(unit, n_query_blocks, causal)
+        for member in range(n_members):
+            query_block = gl.where(member == 0, first, second)
+            off_m, n_blocks, _ = _tile(query_block, seq_len, causal, 2 * HALF_M, BLOCK_N)
+            for i in gl.static_range(2):
+                mbarrier.wait(q_empty.index(i), tiles_done & 1)
+                mbarrier.expect(q_ready.index(i), q_bytes)
+                tma_load(q_desc, [head, off_m + i * HALF_M, 0], q_ready.index(i), q_smem.index(i))
+            for j in range(n_blocks):
+                slot = loaded % STAGES
+                phase = (loaded // STAGES) & 1
+                mbarrier.wait(k_empty.index(slot), phase)
+                mbarrier.expect(k_ready.index(slot), tile_bytes)
+                tma_load(k_desc, [head, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+                mbarrier.wait(v_empty.index(slot), phase)
+                mbarrier.expect(v_ready.index(slot), tile_bytes)
+                tma_load(v_desc, [head, j * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+                loaded += 1
+            tiles_done += 1
 
 
 @gluon.jit
-def _attend(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty, v_ready, v_empty,
-            turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from, causal,
+def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
+            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
             ME: gl.constexpr):  # fmt: skip
-    # One warpgroup's 64 query rows (ME: 0 or 1) against every key block, then its rows
-    # of the output and their log-sum-exp.
+    # One warpgroup's 64 query rows (ME: 0 or 1) of each of its program's tiles against
+    # every key block, then those rows of the output and their log-sum-exp.
     HALF_M: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[2]
@@ -137,124 +191,139 @@ def _attend(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty, v
     col_layout: gl.constexpr = gl.SliceLayout(0, s_layout)
     o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    my_q = q_smem.index(ME)
-    q_tile = my_q.reshape([HALF_M, HEAD_DIM])
+    q_tile = q_smem.index(ME).reshape([HALF_M, HEAD_DIM])
+    my_out = o_smem.index(ME)
     my_turn = turns.index(ME)
     their_turn = turns.index(1 - ME)
-    rows = off_m + ME * HALF_M + gl.arange(0, HALF_M, layout=row_layout)
-    m_i = gl.full([HALF_M], -float("inf"), gl.float32, layout=row_layout)
-    l_i = gl.full([HALF_M], 0.0, gl.float32, layout=row_layout)
-    acc = gl.full([HALF_M, HEAD_DIM], 0.0, gl.float32, layout=o_layout)
     no_scores = gl.full([HALF_M, BLOCK_N], 0.0, gl.float32, layout=s_layout)
+    used = 0  # key blocks used so far, over all tiles: the ring's position
+    turns_taken = 0
+    tiles_done = 0
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        head, first, second, n_members = _unit(unit, n_query_blocks, causal)
+        for member in range(n_members):
+            query_block = gl.where(member == 0, first, second)
+            off_m, n_blocks, mask_from = _tile(query_block, seq_len, causal, 2 * HALF_M,
+                                               BLOCK_N)  # fmt: skip
+            rows = off_m + ME * HALF_M + gl.arange(0, HALF_M, layout=row_layout)
+            m_i = gl.full([HALF_M], -float("inf"), gl.float32, layout=row_layout)
+            l_i = gl.full([HALF_M], 0.0, gl.float32, layout=row_layout)
+            acc = gl.full([HALF_M, HEAD_DIM], 0.0, gl.float32, layout=o_layout)
 
-    # Key block 0: its scores alone (no P V before it).
-    mbarrier.wait(q_bars.index(ME), 0)
-    mbarrier.wait(k_ready.index(0), 0)
-    mbarrier.wait(my_turn, 0)
-    k_t = k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))
-    s = warpgroup_mma(q_tile, k_t, no_scores, use_acc=False, is_async=True)
-    mbarrier.arrive(their_turn, count=1)
-    s = warpgroup_mma_wait(0, deps=(s,))
-    mbarrier.arrive(k_empty.index(0), count=1)
-    p, m_i, l_i, alpha = _softmax_step(
-        s, m_i, l_i, qk_scale, rows, 0, seq_len, mask_from, causal, BLOCK_N, col_layout
-    )
-    p = gl.convert_layout(p.to(dtype), p_layout)
-    for j in range(1, n_blocks):
-        k_slot = j % STAGES
-        v_slot = (j - 1) % STAGES
-        mbarrier.wait(k_ready.index(k_slot), (j // STAGES) & 1)
-        mbarrier.wait(v_ready.index(v_slot), ((j - 1) // STAGES) & 1)
-        # My turn at the tensor cores: issue both products, hand the turn over.
-        mbarrier.wait(my_turn, j & 1)
-        k_t = k_smem.index(k_slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))
-        s = warpgroup_mma(q_tile, k_t, no_scores, use_acc=False, is_async=True)
-        v = v_smem.index(v_slot).reshape([BLOCK_N, HEAD_DIM])
-        acc = warpgroup_mma(p, v, acc, is_async=True)
-        mbarrier.arrive(their_turn, count=1)
-        # The scores are done when at most one product (P V) is still running.
-        s = warpgroup_mma_wait(1, deps=(s,))
-        mbarrier.arrive(k_empty.index(k_slot), count=1)
-        p_next, m_i, l_i, alpha = _softmax_step(
-            s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, mask_from, causal, BLOCK_N,
-            col_layout,
-        )  # fmt: skip
-        # P's registers are read by the running product until it is done.
-        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-        mbarrier.arrive(v_empty.index(v_slot), count=1)
-        acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
-        p = gl.convert_layout(p_next.to(dtype), p_layout)
-    v_slot = (n_blocks - 1) % STAGES
-    mbarrier.wait(v_ready.index(v_slot), ((n_blocks - 1) // STAGES) & 1)
-    v = v_smem.index(v_slot).reshape([BLOCK_N, HEAD_DIM])
-    acc = warpgroup_mma(p, v, acc, is_async=True)
-    acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(v_empty.index(v_slot), count=1)
+            # Key block 0: its scores alone (no P V before it).
+            mbarrier.wait(q_ready.index(ME), tiles_done & 1)
+            slot = used % STAGES
+            mbarrier.wait(k_ready.index(slot), (used // STAGES) & 1)
+            mbarrier.wait(my_turn, turns_taken & 1)
+            k_t = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))
+            s = warpgroup_mma(q_tile, k_t, no_scores, use_acc=False, is_async=True)
+            mbarrier.arrive(their_turn, count=1)
+            turns_taken += 1
+            s = warpgroup_mma_wait(0, deps=(s,))
+            mbarrier.arrive(k_empty.index(slot), count=1)
+            p, m_i, l_i, alpha = _softmax_step(
+                s, m_i, l_i, qk_scale, rows, 0, seq_len, mask_from, causal, BLOCK_N, col_layout
+            )
+            p = gl.convert_layout(p.to(dtype), p_layout)
+            for j in range(1, n_blocks):
+                k_slot = (used + j) % STAGES
+                v_slot = (used + j - 1) % STAGES
+                mbarrier.wait(k_ready.index(k_slot), ((used + j) // STAGES) & 1)
+                mbarrier.wait(v_ready.index(v_slot), ((used + j - 1) // STAGES) & 1)
+                # My turn at the tensor cores: issue both products, hand the turn over.
+                mbarrier.wait(my_turn, turns_taken & 1)
+                k_t = k_smem.index(k_slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))
+                s = warpgroup_mma(q_tile, k_t, no_scores, use_acc=False, is_async=True)
+                v = v_smem.index(v_slot).reshape([BLOCK_N, HEAD_DIM])
+                acc = warpgroup_mma(p, v, acc, is_async=True)
+                mbarrier.arrive(their_turn, count=1)
+                turns_taken += 1
+                # The scores are done when at most one product (P V) is still running.
+                s = warpgroup_mma_wait(1, deps=(s,))
+                mbarrier.arrive(k_empty.index(k_slot), count=1)
+                p_next, m_i, l_i, alpha = _softmax_step(
+                    s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, mask_from, causal, BLOCK_N,
+                    col_layout,
+                )  # fmt: skip
+                # P's registers are read by the running product until it is done.
+                acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+                mbarrier.arrive(v_empty.index(v_slot), count=1)
+                acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+                p = gl.convert_layout(p_next.to(dtype), p_layout)
+            v_slot = (used + n_blocks - 1) % STAGES
+            mbarrier.wait(v_ready.index(v_slot), ((used + n_blocks - 1) // STAGES) & 1)
+            v = v_smem.index(v_slot).reshape([BLOCK_N, HEAD_DIM])
+            acc = warpgroup_mma(p, v, acc, is_async=True)
+            acc = warpgroup_mma_wait(0, deps=(acc,))
+            mbarrier.arrive(v_empty.index(v_slot), count=1)
+            # Every product with these queries is done: the loader may bring the next ones.
+            mbarrier.arrive(q_empty.index(ME), count=1)
+            used += n_blocks
 
-    out = acc / gl.convert_layout(l_i, o_row_layout)[:, None]
-    if lse_ptr is not None:
-        lse = m_i + gl.log2(l_i)
-        gl.store(lse_ptr + head.to(gl.int64) * seq_len + rows, lse, mask=rows < seq_len)
-    # The query tile is read for the last time: its shared memory takes the output, and
-    # TMA writes it, clipped at the end of the sequence.
-    q_tile.store(out.to(dtype))
-    fence_async_shared()
-    tma_store(o_desc, [head, off_m + ME * HALF_M, 0], my_q)
+            out = acc / gl.convert_layout(l_i, o_row_layout)[:, None]
+            if lse_ptr is not None:
+                lse = m_i + gl.log2(l_i)
+                gl.store(lse_ptr + head.to(gl.int64) * seq_len + rows, lse, mask=rows < seq_len)
+            # TMA writes the output from shared memory, clipped at the end of the sequence;
+            # the last tile's copy must have left the buffer before it is refilled.
+            tma.store_wait(0)
+            my_out.reshape([HALF_M, HEAD_DIM]).store(out.to(dtype))
+            fence_async_shared()
+            tma_store(o_desc, [head, off_m + ME * HALF_M, 0], my_out)
+            tiles_done += 1
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attend_first(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty,
-                  v_ready, v_empty, turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from,
-                  causal):  # fmt: skip
-    _attend(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty, v_ready, v_empty,
-            turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from, causal, 0)  # fmt: skip
+def _attend_first(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
+                  k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
+                  n_units, causal):  # fmt: skip
+    _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
+            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
+            0)  # fmt: skip
 
 
 @gluon.jit
-def _attend_second(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty,
-                   v_ready, v_empty, turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from,
-                   causal):  # fmt: skip
-    _attend(o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty, v_ready, v_empty,
-            turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from, causal, 1)  # fmt: skip
-
-
-@gluon.jit
-def _query_block(CAUSAL: gl.constexpr):
-    # As kernels.attention's: under a causal mask the longest query blocks go first.
-    if CAUSAL:
-        return gl.num_programs(0) - 1 - gl.program_id(0)
-    return gl.program_id(0)
+def _attend_second(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
+                   k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
+                   n_units, causal):  # fmt: skip
+    _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
+            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
+            1)  # fmt: skip
 
 
 @gluon.jit
 def attention_forward_gluon_kernel(
-    q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len, qk_scale,
+    q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len, qk_scale, n_units,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
     LOADER_REGS: gl.constexpr,
 ):  # fmt: skip
-    # Grid: (query blocks, batch x heads). The descriptors see Q, K, V and the output as
-    # (batch x heads, seq_len, head_dim): a tile past the end of a sequence reads zeros
-    # and writes nothing, instead of reaching into the next head.
+    # Persistent: a program per SM (at most), each taking the work units (see _unit)
+    # numbered as the program, + the grid size, ... (n_units: work_units()). The
+    # descriptors see Q, K, V and the output as (batch x heads, seq_len, head_dim): a
+    # tile past the end of a sequence reads zeros and writes nothing, instead of
+    # reaching into the next head.
     HALF_M: gl.constexpr = BLOCK_M // 2
     dtype: gl.constexpr = q_desc.dtype
-    block_m = _query_block(CAUSAL)
-    head = gl.program_id(1)
-    off_m = block_m * BLOCK_M
+    n_query_blocks = gl.cdiv(seq_len, BLOCK_M)
 
     barrier_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_smem = gl.allocate_shared_memory(dtype, [2, 1, HALF_M, HEAD_DIM], q_desc.layout)
+    o_smem = gl.allocate_shared_memory(dtype, [2, 1, HALF_M, HEAD_DIM], o_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], barrier_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], barrier_layout)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], barrier_layout)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], barrier_layout)
     for i in gl.static_range(2):
-        mbarrier.init(q_bars.index(i), count=1)
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1)
+        mbarrier.arrive(q_empty.index(i), count=1)
         mbarrier.init(turns.index(i), count=1)
     # The first warpgroup has the first turn.
     mbarrier.arrive(turns.index(0), count=1)
@@ -268,18 +337,15 @@ def attention_forward_gluon_kernel(
         mbarrier.arrive(k_empty.index(i), count=2)
         mbarrier.arrive(v_empty.index(i), count=2)
 
-    if CAUSAL:
-        n_blocks = gl.minimum(gl.cdiv(seq_len, BLOCK_N), (off_m + BLOCK_M) // BLOCK_N)
-        mask_from = gl.minimum(off_m, seq_len // BLOCK_N * BLOCK_N)
-    else:
-        n_blocks = gl.cdiv(seq_len, BLOCK_N)
-        mask_from = seq_len // BLOCK_N * BLOCK_N
-
-    attend_args = (o_desc, lse_ptr, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty, v_ready,
-                   v_empty, turns, head, off_m, seq_len, qk_scale, n_blocks, mask_from,
-                   1 if CAUSAL else 0)  # fmt: skip
-    load_args = (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, k_empty,
-                 v_ready, v_empty, head, off_m, n_blocks)  # fmt: skip
+    # causal goes to the partitions as a run-time 0 or 1: a constexpr argument does not
+    # reach a warp_specialize worker as a constant.
+    causal = 1 if CAUSAL else 0
+    attend_args = (o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
+                   k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
+                   n_units, causal)  # fmt: skip
+    load_args = (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
+                 k_empty, v_ready, v_empty, seq_len, n_query_blocks, n_units,
+                 causal)  # fmt: skip
     gl.warp_specialize(
         [(_attend_first, attend_args), (_attend_second, attend_args), (_load_tiles, load_args)],
         [4, 1],
@@ -298,6 +364,19 @@ def gluon_unavailable() -> str | None:
             f"{torch.cuda.get_device_name()} is {major}.{minor}"
         )
     return None
+
+
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    # The persistent grid: one program per SM (each holds a whole SM's shared memory).
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def work_units(seq_len: int, heads: int, causal: bool) -> int:
+    """How many work units the kernel splits a run into (see ``_unit``): a query block
+    of a head each, or under a causal mask a pair of mirrored query blocks."""
+    query_blocks = triton.cdiv(seq_len, BLOCK_M)
+    return heads * ((query_blocks + 1) // 2 if causal else query_blocks)
 
 
 def _descriptor(tensor: torch.Tensor, rows: int) -> object:
@@ -348,10 +427,11 @@ def gluon_attention(
         return out
     batch, heads, seq_len, _ = q.shape
     half = BLOCK_M // 2
-    grid = (triton.cdiv(seq_len, BLOCK_M), batch * heads)
+    units = work_units(seq_len, batch * heads, causal)
+    grid = (min(units, _multiprocessors(q.device)),)
     attention_forward_gluon_kernel[grid](
         _descriptor(q, half), _descriptor(k, BLOCK_N), _descriptor(v, BLOCK_N),
-        _descriptor(out, half), None, seq_len, sm_scale * LOG2_E,
+        _descriptor(out, half), None, seq_len, sm_scale * LOG2_E, units,
         HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES, CAUSAL=causal,
         CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
     )  # fmt: skip
