@@ -346,7 +346,21 @@ print_peak_memory(forward)
 #   while the tensor cores work ("ping-pong");
 # * ``warpgroup_mma`` returns before its product is done: ``warpgroup_mma_wait(1, ...)``
 #   waits until at most one product is still running, so the scores are ready while
-#   ``P V`` goes on.
+#   ``P V`` goes on;
+# * the kernel is *persistent*: it starts one program per multiprocessor, and each
+#   walks its share of the work, the loader bringing the next tile's queries and keys
+#   while the warpgroups finish the last one.
+#
+# In a persistent kernel the order of the work matters as much as the schedule. The
+# programs at work at once should share heads, so that K and V, which every query
+# block of a head reads in full, come from L2 and not from memory; and under a causal
+# mask, where a query block near the end of the sequence has many more key blocks than
+# one near the start, every program should get the same amount of work. Both come from
+# how a program's number maps to its work (the comment gives what the other orders
+# measured):
+#
+# .. literalinclude:: /kernels/attention_gluon.py
+#    :pyobject: _unit
 #
 # One warpgroup's part:
 #
