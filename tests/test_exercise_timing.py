@@ -134,3 +134,57 @@ def test_every_timed_case_s_pytorch_baseline_gives_the_output_it_describes(item)
     inputs = item.speed.make_inputs(torch.device("cpu"))
     out = item.speed.pytorch(inputs)
     assert tuple(out.shape) == item.speed.out_shape and out.dtype == item.speed.out_dtype
+
+
+FASTER = [item for name in ("vector_add", "softmax") for item in lesson_exercises(name)
+          if item.kind == "faster"]  # fmt: skip
+
+
+def test_a_faster_exercise_is_passed_by_its_share_of_the_course_s_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    item = exercise("vector-add-faster")
+    monkeypatch.setattr(speed, "timing_unavailable", lambda item: None)
+    monkeypatch.setattr(speed, "describe_device", lambda: "NVIDIA H100 80GB HBM3")
+    rates = {"yours": 2400.0, "course": 3000.0, "pytorch": 2900.0, "copy": 3100.0}
+    monkeypatch.setattr(speed, "rates", lambda item, answer: rates)
+    result = check(item.id, item.code("solution"), quiet=True)
+    assert (result.passed, result.kind, result.rates) == (True, "passed", rates)
+    assert result.message.endswith("Passed: 0.80x of the course's rate; the goal is 0.80x.")
+    rates["yours"] = 2390.0
+    result = check(item.id, item.code("starter"), quiet=True)
+    assert (result.passed, result.kind) == (False, "too_slow")
+    assert result.message.startswith("Timed on NVIDIA H100 80GB HBM3")
+    assert result.message.endswith(
+        "Not yet: right on every case, but at 0.80x of the course's rate; the goal is 0.80x."
+    )
+
+
+def test_a_wrong_answer_to_a_faster_exercise_is_not_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(speed, "timing_unavailable", lambda item: None)
+    monkeypatch.setattr(speed, "rates", lambda item, answer: pytest.fail("timed a wrong answer"))
+    wrong = exercise("intro-add-mask").code("starter")  # the kernel, not a launcher
+    result = check("vector-add-faster", wrong, quiet=True)
+    assert not result.passed and result.kind not in ("too_slow", "not_timed", "passed")
+
+
+def test_without_a_gpu_a_faster_exercise_is_right_but_not_graded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(speed, "timing_unavailable", lambda item: "No GPU here.")
+    result = check("softmax-faster", exercise("softmax-faster").code("solution"), quiet=True)
+    assert (result.passed, result.kind, result.rates) == (False, "not_timed", None)
+    assert result.message.startswith("Right on every case.") and result.message.endswith(
+        "No GPU here."
+    )
+
+
+@pytest.mark.parametrize("item", FASTER, ids=[item.id for item in FASTER])
+def test_on_a_gpu_the_starter_is_too_slow_and_the_solution_fast_enough(item) -> None:
+    why = speed.timing_unavailable(item)
+    if why is not None:
+        pytest.skip(why)
+    starter = check(item.id, item.code("starter"), quiet=True)
+    assert (starter.passed, starter.kind) == (False, "too_slow"), starter.message
+    solution = check(item.id, item.code("solution"), quiet=True)
+    assert solution.passed, solution.message

@@ -28,6 +28,7 @@ from kernels.exercises import (
     check,
     exercise,
     lesson_exercises,
+    speed,
 )
 from kernels.exercises.constexpr import scale_rows_kernel
 from kernels.exercises.intro import ADD_MASK
@@ -53,18 +54,28 @@ def test_every_gallery_page_has_a_module_of_exercises() -> None:
     assert [script.stem.split("_", 2)[2] for script in scripts] == list(GALLERY)
 
 
+def graded_here(item: Exercise) -> bool:
+    """Whether this run can grade ``item``: a "faster" exercise needs a GPU to time it."""
+    return item.speed_goal is None or speed.timing_unavailable(item) is None
+
+
 @pytest.mark.parametrize("item", ALL, ids=IDS)
 def test_the_starter_fails_with_its_diagnosis(item: Exercise) -> None:
     result = check(item.id, item.code("starter"), quiet=True)
     assert not result.passed
-    assert result.kind == item.starter_diagnosis, result.message
+    expected = item.starter_diagnosis if graded_here(item) else "not_timed"
+    assert result.kind == expected, result.message
 
 
 @pytest.mark.parametrize("item", ALL, ids=IDS)
 def test_the_solution_passes_quickly(item: Exercise) -> None:
     start = time.perf_counter()
     result = check(item.id, item.code("solution"), quiet=True)
-    assert result.passed, result.message
+    if graded_here(item):
+        assert result.passed, result.message
+    else:  # right, and not graded: this run cannot time it
+        assert (result.passed, result.kind) == (False, "not_timed"), result.message
+        assert result.message.startswith("Right on every case.")
     assert time.perf_counter() - start < SECONDS_PER_CHECK
 
 
@@ -254,6 +265,11 @@ WRONG_ANSWERS: list[tuple[str, Any, str, str | None, str]] = [
                                 "other=0.0)\n    numerator = tl.where(mask, "
                                 "tl.exp(x - tl.max(x, axis=0)), 0.0)"),
      "not_finite", "all", "the kernel computed it"),
+    ("vector-add-faster", variant("vector-add-faster", "triton.cdiv(x.numel(), BLOCK_SIZE)",
+                                  "x.numel() // BLOCK_SIZE"),
+     "not_written", "nothing_written", "does the grid launch any program"),
+    ("softmax-faster", variant("softmax-faster", 'other=-float("inf")', "other=0.0"),
+     "wrong_values", "all", "6 rows of 50 small values"),
     ("rms-norm-inverse-root", RMS_NORM_WITHOUT_EPS, "not_finite", None, "a row of zeros"),
     ("rms-norm-inverse-root", variant("rms-norm-inverse-root", "/ n_cols + eps",
                                       "/ BLOCK_SIZE + eps"),
@@ -373,6 +389,12 @@ def _changed(**changes: Any) -> Exercise:
         ({"solution": "def add_kernel(:\n"}, "the solution does not run: SyntaxError"),
         ({"entry": "kernel"}, "the starter defines no 'kernel'"),
         ({"task": None}, "'task' must be a KernelTask, LauncherTask or AnswerTask"),
+        ({"kind": "faster"}, "a 'faster' exercise needs a speed_goal, and only it has one"),
+        ({"speed_goal": 0.8}, "a 'faster' exercise needs a speed_goal, and only it has one"),
+        ({"kind": "faster", "speed_goal": 0.0}, "speed_goal must be a share of the course's"),
+        ({"kind": "faster", "speed_goal": True}, "speed_goal must be a share of the course's"),
+        ({"kind": "faster", "speed_goal": 0.8, "speed": None},
+         "the exercise needs a timed case ('speed')"),
     ],
 )  # fmt: skip
 def test_a_bad_definition_names_the_exercise_and_the_problem(

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from downloads import installed_imports
-from exercise_pages import NOTEBOOK_FOLDER, kind_label, notebook_path, pages_with_exercises
+from exercise_pages import (
+    NOTEBOOK_FOLDER,
+    kind_label,
+    notebook_path,
+    pages_with_exercises,
+    speed_note,
+)
 from sphinx.application import Sphinx
 
 from kernels.exercises import Exercise, lesson_exercises
@@ -130,7 +136,8 @@ def exercise_cells(exercise: Exercise, number: int) -> list[dict[str, Any]]:
     )
     statement = "\n\n".join(
         [f"## {_plain(heading)}", f"*{_plain(kind_label(exercise.kind))}*",
-         markdown_text(translated(exercise.statement))]
+         markdown_text(translated(exercise.statement)),
+         *([markdown_text(speed_note(exercise))] if exercise.speed_goal is not None else [])]
     )  # fmt: skip
     folded = [
         _folded(_("Hint {number}").format(number=index), markdown_text(translated(hint)))

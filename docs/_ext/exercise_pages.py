@@ -29,7 +29,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from kernels import messages
 from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
-from kernels.messages import _, translated
+from kernels.messages import _, number, translated
 from quiz.directive import indent, inline_nodes, parse_skeleton, warn_of_shared_anchors
 
 # The folder of the built site that holds each page's exercises as a notebook
@@ -48,8 +48,20 @@ def kind_label(kind: str) -> str:
         "fill-in": _("Fill in the missing part"),
         "find-the-bug": _("Find the bug"),
         "predict": _("Predict, then run"),
+        "faster": _("Make it faster"),
     }
     return labels[kind]
+
+
+def speed_note(exercise: Exercise) -> str:
+    """How a "faster" exercise is passed, for its page and its notebook."""
+    assert exercise.speed is not None and exercise.speed_goal is not None
+    return _(
+        "Passed by speed, which only a GPU can grade: there the check times a right answer "
+        "on {case} against the course's own code, and passes it at {goal} of the course's "
+        "rate or more. Without a GPU it says whether the answer is right, and that its "
+        "speed is not graded."
+    ).format(case=translated(exercise.speed.name), goal=number(f"{exercise.speed_goal:.2f}x"))
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -92,6 +104,7 @@ def exercise_rst(exercise: Exercise, number: int, skeleton: _Skeleton) -> str:
         f".. rubric:: {skeleton.text(heading)}",
         f".. container:: exercise-kind\n\n   {skeleton.text(kind_label(exercise.kind))}",
         *(skeleton.text(p) for p in _paragraphs(translated(exercise.statement))),
+        *([skeleton.text(speed_note(exercise))] if exercise.speed_goal is not None else []),
         skeleton.code(exercise.starter),
     ]
     for index, hint in enumerate(exercise.hints, 1):

@@ -19,6 +19,7 @@ import importlib
 
 from ..checks import check_bool
 from ..messages import _
+from ..messages import number as local_number
 from . import speed
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError
@@ -108,15 +109,52 @@ def check(
     course's kernel and PyTorch's, and prints the rates, the share of the GPU's copy rate
     and the ratios (:mod:`kernels.exercises.speed`); without a GPU, or in Triton's
     interpreter, it says so, and the check stands.
+
+    A "faster" exercise is passed by speed: a right answer is always timed where a GPU
+    can time it, and passes at its ``speed_goal`` of the course's rate (else its kind is
+    ``"too_slow"``); where none can, its kind is ``"not_timed"`` and it has not passed.
     """
     measure = check_bool("measure", measure)
     item = exercise(exercise_id)
     result = run_check(item, submission, quiet=True)
-    if measure:
+    if item.speed_goal is not None and result.passed:
+        result = _graded_by_speed(item, submission, result)
+    elif measure:
         result = _timed(item, submission, result)
     if not quiet:
         print(result.message)
     return result
+
+
+def _graded_by_speed(item: Exercise, submission: object, result: CheckResult) -> CheckResult:
+    # A right answer to a "faster" exercise: timed, and judged by its share of the
+    # course's rate; where it cannot be timed, it is right but not (yet) passed.
+    why = speed.timing_unavailable(item)
+    if why is not None:
+        message = _(
+            "Right on every case. This exercise is passed by speed, which only a GPU can "
+            "grade: run the same check on a machine with one."
+        )
+        return dataclasses.replace(
+            result, passed=False, kind="not_timed", message=f"{message}\n{why}"
+        )
+    rates = speed.rates(item, submission)
+    share = rates["yours"] / rates["course"]
+    goal = item.speed_goal
+    assert goal is not None  # a "faster" exercise has one (Exercise checks it)
+    verdict = (_("Passed: {share} of the course's rate; the goal is {goal}.")
+               if share >= goal else
+               _("Not yet: right on every case, but at {share} of the course's rate; the "
+                 "goal is {goal}."))  # fmt: skip
+    verdict = verdict.format(share=local_number(f"{share:.2f}x"), goal=local_number(f"{goal:.2f}x"))
+    lines = [speed.report(item, rates), verdict]
+    return dataclasses.replace(
+        result,
+        passed=share >= goal,
+        kind="passed" if share >= goal else "too_slow",
+        message="\n".join(lines),
+        rates=rates,
+    )
 
 
 def _timed(item: Exercise, submission: object, result: CheckResult) -> CheckResult:

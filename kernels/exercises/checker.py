@@ -61,7 +61,8 @@ class CheckResult:
     """The outcome of :func:`check`: ``passed``, the diagnosis ``kind`` (``"passed"``,
     ``"error"``, ``"wrote_outside"``, ``"read_outside"``, ``"not_written"``,
     ``"wrong_values"``, ``"not_finite"``, ``"overflow"``, ``"wrong_type"``, ``"wrong_dtype"``,
-    ``"wrong_shape"``, ``"wrong_answer"``, ``"no_answer"``), the ``pattern`` of the wrong
+    ``"wrong_shape"``, ``"wrong_answer"``, ``"no_answer"``; for a "faster" exercise
+    ``"too_slow"`` and ``"not_timed"``), the ``pattern`` of the wrong
     elements where one was found, the ``case`` that failed and the ``message`` printed."""
 
     exercise_id: str

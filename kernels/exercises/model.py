@@ -23,8 +23,9 @@ import triton
 import triton.language as tl
 
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-# What an exercise asks for, as the page labels it.
-KINDS = ("plan", "fill-in", "find-the-bug", "predict")
+# What an exercise asks for, as the page labels it. A "faster" exercise starts from a
+# right kernel or launcher and is passed by speed: only a GPU can grade it.
+KINDS = ("plan", "fill-in", "find-the-bug", "predict", "faster")
 # From a nudge to almost the answer: fewer gives no ladder, more gives the answer away.
 MIN_HINTS, MAX_HINTS = 2, 3
 # Names a starter or solution may use without importing them, as the lessons' cells do.
@@ -173,6 +174,8 @@ class Exercise:
     the diagnosis kind (see :mod:`kernels.exercises.checker`) that the unchanged starter
     gets: a test holds every exercise to it, so that a starter teaches what it was meant to.
     ``speed``, for a kernel or a launcher, says how ``check(..., measure=True)`` times it.
+    ``speed_goal``, for a "faster" exercise only (and required there), is the share of the
+    course's rate on that timed case that a right answer must reach to pass.
     """
 
     id: str
@@ -189,6 +192,7 @@ class Exercise:
     starter_diagnosis: str
     names: Mapping[str, Any] = field(default_factory=dict)
     speed: Speed | None = None
+    speed_goal: float | None = None
 
     def __post_init__(self) -> None:
         where = f"exercise {self.id!r}" if isinstance(self.id, str) else "an exercise"
@@ -230,6 +234,20 @@ class Exercise:
         ):
             raise ExerciseDefinitionError(
                 f"{where}: 'speed' must be a Speed, and only a kernel or a launcher is timed"
+            )
+        if (self.kind == "faster") != (self.speed_goal is not None):
+            raise ExerciseDefinitionError(
+                f"{where}: a 'faster' exercise needs a speed_goal, and only it has one"
+            )
+        if self.speed_goal is not None and (
+            self.speed is None
+            or isinstance(self.speed_goal, bool)
+            or not isinstance(self.speed_goal, int | float)
+            or not 0 < self.speed_goal <= 2
+        ):
+            raise ExerciseDefinitionError(
+                f"{where}: speed_goal must be a share of the course's rate, above 0 and at "
+                "most 2, and the exercise needs a timed case ('speed') to reach it on"
             )
         # Both run now, so that a broken definition fails on import, not on a page.
         self.code("starter")

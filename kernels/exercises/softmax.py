@@ -1,4 +1,5 @@
-"""Exercises of the gallery's softmax page: the row maximum, and the padding lanes."""
+"""Exercises of the gallery's softmax page: the row maximum, the padding lanes, and a
+kernel made faster by working on a tile instead of one value at a time."""
 
 import torch
 
@@ -169,4 +170,62 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
     starter_diagnosis="wrong_values",
 )
 
-EXERCISES = (ROW_MAX, PADDING)
+
+FASTER = Exercise(
+    id="softmax-faster",
+    lesson="softmax",
+    kind="faster",
+    title=N_("One value at a time"),
+    statement=N_(
+        "This softmax kernel is right on every case, and slow: it walks its row one value "
+        "at a time, three times (for the maximum, for the sum, for the output). Rewrite "
+        "it to work on the whole row as one tile of `BLOCK_SIZE` values: the checker "
+        "launches one program per row, with `BLOCK_SIZE` a power of two at least the "
+        "row's length.\n\n"
+        'Check it with `check("softmax-faster", softmax_kernel)`.'
+    ),
+    starter="""\
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(axis=0)
+    start = x_ptr + row * n_cols
+    row_max = tl.load(start)
+    for i in range(1, n_cols):
+        row_max = tl.maximum(row_max, tl.load(start + i))
+    total = tl.exp(tl.load(start) - row_max)
+    for i in range(1, n_cols):
+        total += tl.exp(tl.load(start + i) - row_max)
+    for i in range(n_cols):
+        tl.store(out_ptr + row * n_cols + i, tl.exp(tl.load(start + i) - row_max) / total)
+""",
+    hints=(
+        N_(
+            "Each `tl.load` of one value is a trip to memory that the next one waits for, "
+            "and the row is read three times. A tile's load asks for all its values at "
+            "once, spread over the program's threads."
+        ),
+        N_(
+            "`cols = tl.arange(0, BLOCK_SIZE)` are the tile's columns: load the row under "
+            "the mask `cols < n_cols`, with the padding lanes at `-inf`, then reduce it "
+            "with `tl.max` and `tl.sum`."
+        ),
+        N_(
+            "The answer is the kernel of the exercise \u201cThe row maximum\u201d with its "
+            "missing line written."
+        ),
+    ),
+    solution=ROW_MAX.solution,
+    explanation=N_(
+        "Still one program per row, but its threads load the row together, several values "
+        "each in 16-byte vectors, once, and the maximum and the sum are reductions across "
+        "the threads. The slow kernel's threads all ran the same scalar loop: every value "
+        "was a separate request, waited for before the next was made."
+    ),
+    entry="softmax_kernel",
+    task=TASK,
+    speed=SPEED,
+    speed_goal=0.8,
+    starter_diagnosis="too_slow",
+)
+
+EXERCISES = (ROW_MAX, PADDING, FASTER)

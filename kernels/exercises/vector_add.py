@@ -1,10 +1,12 @@
-"""Exercises of the gallery's vector addition page: a fused one-pass kernel, bytes moved."""
+"""Exercises of the gallery's vector addition page: a fused one-pass kernel, bytes moved,
+and a launcher made faster."""
 
 import torch
 import triton
 
-from ..vector_add import bytes_moved
-from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
+from ..vector_add import add_kernel, bytes_moved
+from .intro import ADD_SPEED, _call_add, _launcher_cases, _sum_reference
+from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch, LauncherTask
 
 
 def _ramp(n: int, start: float = 1.0) -> torch.Tensor:
@@ -122,4 +124,57 @@ PREDICT_BYTES = Exercise(
     starter_diagnosis="no_answer",
 )
 
-EXERCISES = (AXPY, PREDICT_BYTES)
+FASTER_LAUNCHER = Exercise(
+    id="vector-add-faster",
+    lesson="vector_add",
+    kind="faster",
+    title=N_("A launcher that slows its kernel down"),
+    statement=N_(
+        "This launcher of the course's `add_kernel` is right on every case, and slower "
+        "on a GPU than the course's `add`: two of its choices cost time. Find them and "
+        "change them; leave the kernel as it is.\n\n"
+        'Check it with `check("vector-add-faster", add)`. The time counted is all the GPU '
+        "work that one call launches."
+    ),
+    starter="""\
+def add(x, y):
+    out = torch.zeros_like(x)
+    BLOCK_SIZE = 32
+    grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)
+    add_kernel[grid](x, y, out, x.numel(), BLOCK_SIZE=BLOCK_SIZE)
+    return out
+""",
+    hints=(
+        N_(
+            "Count the kernels a call launches: `torch.zeros_like` is one too, and it "
+            "writes every byte of `out` before `add_kernel` writes them again."
+        ),
+        N_(
+            "A tile of 32 float32 values is 128 bytes: a program of 4 warps (128 threads) "
+            "has work for a quarter of its threads, and 2**24 / 32 = 524,288 programs each "
+            "pay for starting."
+        ),
+        N_("`out = torch.empty_like(x)` and `BLOCK_SIZE = 1024`."),
+    ),
+    solution="""\
+def add(x, y):
+    out = torch.empty_like(x)
+    BLOCK_SIZE = 1024
+    grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)
+    add_kernel[grid](x, y, out, x.numel(), BLOCK_SIZE=BLOCK_SIZE)
+    return out
+""",
+    explanation=N_(
+        "`torch.empty_like` allocates without writing, so a call moves three vectors' "
+        "bytes, not four. With tiles of 1,024 values every thread has 8 values to move, "
+        "in 16-byte vectors, and 16,384 programs start instead of 524,288."
+    ),
+    entry="add",
+    task=LauncherTask(_launcher_cases(), _call_add, _sum_reference),
+    speed=ADD_SPEED,
+    speed_goal=0.8,
+    starter_diagnosis="too_slow",
+    names={"add_kernel": add_kernel},
+)
+
+EXERCISES = (AXPY, PREDICT_BYTES, FASTER_LAUNCHER)
