@@ -29,8 +29,8 @@ def check_tensor(
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
     Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
-    for a tensor on the wrong device or, unless ``contiguous`` is False (for a kernel that
-    takes strides), a non-contiguous one.
+    for a tensor on the wrong device, a lazily negated view, or, unless ``contiguous`` is
+    False (for a kernel that takes strides), a non-contiguous one.
     """
     # A launcher runs this on every call: a good tensor costs four attribute reads, and
     # only a bad one goes on to the checks below, which find what is wrong.
@@ -39,6 +39,7 @@ def check_tensor(
         and value.dtype in dtypes
         and _on_kernel_device(value)
         and (not contiguous or value.is_contiguous())
+        and not value.is_neg()
     ):
         return value
     if not isinstance(value, torch.Tensor):
@@ -55,6 +56,13 @@ def check_tensor(
         )
         raise ValueError(
             f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
+        )
+    if value.is_neg():
+        # Its values are the negatives of what its memory holds, and a kernel reads the
+        # memory: it would return the wrong sign.
+        raise ValueError(
+            f"{name} is a lazily negated view (its negative bit is set, as z.conj().imag "
+            f"gives): pass {name}.resolve_neg()"
         )
     if contiguous and not value.is_contiguous():
         raise ValueError(

@@ -107,6 +107,10 @@ def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> to
     # One program per tile; cdiv rounds up so the tail tile is launched too.
     grid = (cdiv(n_elements, BLOCK_SIZE),)
     launch(add_tail_apart_kernel, grid, x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
+    # A kernel's store is invisible to autograd: count it as PyTorch counts an in-place
+    # write, so that a graph which saved ``out`` (as x, say) for its backward refuses to
+    # use the changed values instead of computing a wrong gradient.
+    torch.autograd.graph.increment_version(out)
     return out
 
 

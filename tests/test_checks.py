@@ -212,3 +212,22 @@ def test_needs_grad_asks_grad_mode_and_every_tensor() -> None:
         assert not needs_grad(plain, wanted)
     with torch.inference_mode():
         assert not needs_grad(wanted)
+
+
+def test_a_lazily_negated_view_is_refused_by_every_launcher_not_read_with_the_wrong_sign() -> None:
+    # Before: its memory holds -x, and add, matmul and swiglu returned the wrong sign.
+    from kernels import matmul, swiglu, vector_add
+
+    x = randn(8, 8)
+    negated = torch._neg_view(x)
+    assert negated.is_neg() and negated.is_contiguous()
+    message = r"is a lazily negated view .* pass \w+\.resolve_neg\(\)"
+    with pytest.raises(ValueError, match=message):
+        check_tensor("x", negated, {torch.float32})
+    with pytest.raises(ValueError, match="^y " + message):
+        vector_add.add(x, negated)
+    with pytest.raises(ValueError, match=message):
+        half = x.to(torch.bfloat16)
+        matmul.matmul(torch._neg_view(half), half)
+    with pytest.raises(ValueError, match=message):
+        swiglu.swiglu(negated, x)

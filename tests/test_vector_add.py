@@ -174,3 +174,16 @@ def test_full_tiles_load_vectors_whatever_the_length(dtype: str) -> None:
 
     assert "ld.global.v4.b32" not in loads("add_kernel")
     assert "ld.global.v4.b32" in loads("add_tail_apart_kernel")
+
+
+def test_writing_into_out_counts_as_an_in_place_write_for_autograd() -> None:
+    # Before: the kernel's store left x's version counter as it was, and the backward
+    # of a graph that had saved x computed with the new values, silently.
+    weight = torch.randn(16, device=kernel_device(), requires_grad=True)
+    x = torch.randn(16, device=kernel_device())
+    product = weight * x  # saves x for the backward
+    version = x._version
+    vector_add.add(x, x, out=x)
+    assert x._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        product.sum().backward()
