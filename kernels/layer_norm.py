@@ -36,6 +36,7 @@ from .launch import (
     unused_stats,
     warps_for,
 )
+from .row_scale import overflowed, safe_scale, scaled_inverse_root
 from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
@@ -77,7 +78,17 @@ def layer_norm_forward_kernel(
     mean = tl.sum(x, axis=1) / n_cols
     # Padding lanes must not add (0 - mean)**2 to the variance.
     centred = tl.where(mask, x - mean[:, None], 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=1) / n_cols + eps)
+    sum_squares = tl.sum(centred * centred, axis=1)
+    rstd = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
+    # Deviations beyond about 1.8e19 overflow their squares (and values beyond about
+    # 1e34 the sum for the mean), not the output: such rows are computed again, each
+    # divided by its largest magnitude first. Rare, so the common case pays one test.
+    too_large = overflowed(sum_squares)
+    if tl.max(too_large.to(tl.int32), axis=0) > 0:
+        scale = safe_scale(tl.max(tl.abs(x), axis=1))
+        mean = tl.where(too_large, tl.sum(x / scale[:, None], axis=1) / n_cols * scale, mean)
+        centred = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = tl.where(too_large, scaled_inverse_root(centred, n_cols, eps), rstd)
     weight = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
     bias = tl.load(bias_ptr + cols, mask=col_mask).to(ACC)
     y = centred * rstd[:, None] * weight[None, :] + bias[None, :]
@@ -131,6 +142,26 @@ def layer_norm_forward_chunked_kernel(
     spread = lane_mean - mean
     m2 = tl.sum(lane_m2, axis=0) + steps * tl.sum(spread * spread, axis=0)
     rstd = 1.0 / tl.sqrt(m2 / n_cols + eps)
+    if overflowed(m2):
+        # As in the one-tile kernel: the row's largest magnitude, then the same
+        # statistics of the row divided by it.
+        largest = tl.zeros((CHUNK,), ACC)
+        for step in range(0, steps):
+            x = tl.load(x_ptr + base + step * CHUNK + cols).to(ACC)
+            largest = tl.maximum(largest, tl.abs(x))
+        scale = safe_scale(tl.max(largest, axis=0))
+        lane_mean = tl.zeros((CHUNK,), ACC)
+        lane_m2 = tl.zeros((CHUNK,), ACC)
+        for step in range(0, steps):
+            x = tl.load(x_ptr + base + step * CHUNK + cols).to(ACC) / scale
+            delta = x - lane_mean
+            lane_mean += delta / (step + 1)
+            lane_m2 += delta * (x - lane_mean)
+        scaled_mean = tl.sum(lane_mean, axis=0) / CHUNK
+        spread = lane_mean - scaled_mean
+        m2 = tl.sum(lane_m2, axis=0) + steps * tl.sum(spread * spread, axis=0)
+        mean = scaled_mean * scale
+        rstd = 1.0 / (tl.sqrt(m2 / n_cols + eps / (scale * scale)) * scale)
     for step in range(0, steps):
         offsets = step * CHUNK + cols
         x = tl.load(x_ptr + base + offsets, eviction_policy="evict_first").to(ACC)

@@ -37,6 +37,7 @@ from .launch import (
     unused_stats,
     warps_for,
 )
+from .row_scale import overflowed, safe_scale, scaled_inverse_root
 from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
@@ -92,7 +93,14 @@ def rms_norm_kernel(
     # The rows are read for the sum of squares, marked to stay in cache...
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
     # Padding lanes hold zeros, which add nothing to the sum of squares.
-    inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
+    sum_squares = tl.sum(x * x, axis=1)
+    inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
+    # Values beyond about 1.8e19 overflow their squares, not the output: such rows are
+    # summed again, scaled (read from the cache once more; rare, so x is not kept).
+    too_large = overflowed(sum_squares)
+    if tl.max(too_large.to(tl.int32), axis=0) > 0:
+        again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        inv_rms = tl.where(too_large, scaled_inverse_root(again, n_cols, eps), inv_rms)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
@@ -130,7 +138,21 @@ def rms_norm_chunked_kernel(
     for start in range(0, n_cols, CHUNK):
         x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_last").to(ACC)
         squares += x * x
-    inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / n_cols + eps)
+    sum_squares = tl.sum(squares, axis=0)
+    inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
+    if overflowed(sum_squares):
+        # As in rms_norm_kernel: the row's largest magnitude, then its squares scaled.
+        largest = tl.zeros((CHUNK,), ACC)
+        for start in range(0, n_cols, CHUNK):
+            x = tl.load(x_ptr + base + start + cols).to(ACC)
+            largest = tl.maximum(largest, tl.abs(x))
+        scale = safe_scale(tl.max(largest, axis=0))
+        squares = tl.zeros((CHUNK,), ACC)
+        for start in range(0, n_cols, CHUNK):
+            x = tl.load(x_ptr + base + start + cols).to(ACC) / scale
+            squares += x * x
+        mean_square = tl.sum(squares, axis=0) / n_cols
+        inv_rms = 1.0 / (tl.sqrt(mean_square + eps / (scale * scale)) * scale)
     for start in range(0, n_cols, CHUNK):
         x = tl.load(x_ptr + base + start + cols, eviction_policy="evict_first").to(ACC)
         weight = tl.load(weight_ptr + start + cols).to(ACC)

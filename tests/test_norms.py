@@ -295,3 +295,44 @@ def test_rms_norm_chunked_forward_matches_float64(monkeypatch: pytest.MonkeyPatc
         assert_close_to_float64(rms_norm.rms_norm(x, weight), reference, torch.float32)
     finally:
         rms_norm.forward_launch.cache_clear()
+
+
+@pytest.fixture(params=["tile", "chunked"])
+def forward_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both forward kernels of both norms: rows of 80 values take the one-tile kernel,
+    or, with chunks of 16, the chunked one."""
+    chunk = 16 if request.param == "chunked" else 0
+    for module in (layer_norm, rms_norm):
+        monkeypatch.setattr(module, "FORWARD_CHUNK", chunk)
+        module.forward_launch.cache_clear()
+    yield request.param
+    for module in (layer_norm, rms_norm):
+        module.forward_launch.cache_clear()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_norms_of_rows_whose_squares_overflow_float32(forward_kernel: str, dtype) -> None:
+    # Values near 1e20: their squares overflow float32 (PyTorch's LayerNorm gives the
+    # right output; ours gave the bias). One row of ordinary values keeps the plain path.
+    x = (randn(4, 80, dtype=torch.float64) * 1e20 + 3e20).to(dtype)
+    x[1] = randn(80, dtype=dtype, seed=2)
+    x[2, :5] = 1e38  # large enough that the sum for the mean overflows too
+    weight, bias = params(80, dtype)
+    reference = layer_norm.torch_layer_norm(x.double(), weight.double(), bias.double())
+    assert_close_to_float64(layer_norm.layer_norm(x, weight, bias), reference, dtype)
+    reference = rms_norm.torch_rms_norm(x.double(), weight.double())
+    assert_close_to_float64(rms_norm.rms_norm(x, weight), reference, dtype)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_the_statistics_of_an_overflowing_row_give_the_right_gradient(forward_kernel: str) -> None:
+    x = (randn(3, 80, dtype=torch.float64) * 1e20 + 3e20).float().requires_grad_()
+    weight, bias = (p.requires_grad_() for p in params(80, torch.float32))
+    grad = randn(3, 80, seed=5)
+    layer_norm.layer_norm(x, weight, bias).backward(grad)
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, weight, bias))
+    layer_norm.torch_layer_norm(x64, w64, b64).backward(grad.double())
+    assert_close_to_float64(weight.grad, w64.grad, torch.float32)
+    assert_close_to_float64(bias.grad, b64.grad, torch.float32)
+    assert (x.grad.double() - x64.grad).abs().max() < 1e-24  # dx is about 1e-20 here
