@@ -28,14 +28,15 @@ def check_tensor(
 ) -> torch.Tensor:
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
-    Raises ``TypeError`` for a non-tensor or a dtype outside ``dtypes`` and ``ValueError``
-    for a tensor on the wrong device, a lazily negated view, or, unless ``contiguous`` is
-    False (for a kernel that takes strides), a non-contiguous one.
+    Raises ``TypeError`` for a non-tensor, a sparse one or a dtype outside ``dtypes``, and
+    ``ValueError`` for a tensor on the wrong device, a lazily negated view, or, unless
+    ``contiguous`` is False (for a kernel that takes strides), a non-contiguous one.
     """
-    # A launcher runs this on every call: a good tensor costs four attribute reads, and
+    # A launcher runs this on every call: a good tensor costs five attribute reads, and
     # only a bad one goes on to the checks below, which find what is wrong.
     if (
         isinstance(value, torch.Tensor)
+        and value.layout is torch.strided
         and value.dtype in dtypes
         and _on_kernel_device(value)
         and (not contiguous or value.is_contiguous())
@@ -44,6 +45,13 @@ def check_tensor(
         return value
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.layout is not torch.strided:
+        # A sparse tensor's memory holds its indices and values, not its elements.
+        layout = str(value.layout).removeprefix("torch.")
+        raise TypeError(
+            f"{name} is a {layout} tensor; this kernel reads a dense tensor's memory: "
+            f"pass {name}.to_dense()"
+        )
     if value.dtype not in dtypes:
         raise TypeError(
             f"{name} has dtype {str(value.dtype).removeprefix('torch.')}; "

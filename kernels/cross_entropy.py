@@ -260,6 +260,9 @@ def cross_entropy(
     check_rows("logits", logits, SUPPORTED_DTYPES)
     check_tensor("targets", targets, (torch.int64,))
     ignore_index = check_integer("ignore_index", ignore_index)
+    if not -(2**63) <= ignore_index < 2**63:
+        # As PyTorch: a target is an int64, and so is what it is compared with.
+        raise ValueError(f"ignore_index must fit in int64, the targets' dtype, got {ignore_index}")
     check_targets = check_bool("check_targets", check_targets)
     if logits.dim() != 2:
         raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")

@@ -231,3 +231,24 @@ def test_a_lazily_negated_view_is_refused_by_every_launcher_not_read_with_the_wr
         matmul.matmul(torch._neg_view(half), half)
     with pytest.raises(ValueError, match=message):
         swiglu.swiglu(negated, x)
+
+
+@pytest.mark.parametrize("to_sparse", ["to_sparse", "to_sparse_csr"])
+def test_a_sparse_tensor_is_refused_by_name_not_read_as_dense_memory(to_sparse: str) -> None:
+    # Before: matmul, which takes strides, let it through to Triton, which failed inside
+    # ("Cannot access storage of SparseTensorImpl"); the others asked for .contiguous().
+    import warnings
+
+    from kernels import matmul, vector_add
+
+    half = randn(8, 8).to(torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+        sparse = getattr(half, to_sparse)()
+    message = r"\w* tensor; this kernel reads a dense tensor's memory: pass b\.to_dense\(\)"
+    with pytest.raises(TypeError, match=r"^b is a sparse" + message):
+        matmul.matmul(half, sparse)
+    with pytest.raises(TypeError, match=r"^a is a sparse"):
+        matmul.matmul(sparse, half)
+    with pytest.raises(TypeError, match=r"^x is a sparse"):
+        vector_add.add(sparse, half)

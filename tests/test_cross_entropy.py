@@ -174,3 +174,10 @@ def test_takes_a_numpy_integer_for_ignore_index() -> None:
     loss = cross_entropy.cross_entropy(logits, targets, np.int64(7))
     expected = torch.nn.functional.cross_entropy(logits, targets, ignore_index=7)
     assert math.isclose(loss.item(), expected.item(), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("ignore_index", [2**63, 2**64 + 3, -(2**63) - 1])
+def test_an_ignore_index_outside_int64_is_refused_by_name(ignore_index: int) -> None:
+    # Before: 2**64 + 3 failed inside Triton ("integer to be specialized too large").
+    with pytest.raises(ValueError, match="ignore_index must fit in int64, the targets' dtype"):
+        cross_entropy.cross_entropy(randn(3, 10), targets_for(3, 10), ignore_index=ignore_index)
