@@ -188,10 +188,17 @@ print(_("share of zeros with p = 0.3: {share}").format(share=zeros))
 # this kernel keeps:
 
 output, mask = torch.ops.aten.native_dropout(x, 0.3, True)
-kept = _("activations: {x_bytes} bytes; PyTorch keeps a {dtype} mask of {mask_bytes} bytes "
-         "for backward; this kernel keeps only p and the seed")  # fmt: skip
-print(kept.format(x_bytes=number(f"{x.nbytes:,}"), dtype=mask.dtype,
-                  mask_bytes=number(f"{mask.nbytes:,}")))  # fmt: skip
+kept = _(
+    "activations: {x_bytes} bytes; PyTorch keeps a {dtype} mask of {mask_bytes} bytes "
+    "for backward; this kernel keeps only p and the seed"
+)
+print(
+    kept.format(
+        x_bytes=number(f"{x.nbytes:,}"),
+        dtype=mask.dtype,
+        mask_bytes=number(f"{mask.nbytes:,}"),
+    )
+)
 
 # %%
 # Measure it

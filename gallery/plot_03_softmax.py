@@ -114,17 +114,26 @@ import torch
 
 from kernels.messages import _, number
 
-row = torch.tensor([0.5, 2.0, -1.0, 1.5, 3.0, 0.0, 4.0, -2.0, 1.0, 2.5], dtype=torch.float64)
+row = torch.tensor(
+    [0.5, 2.0, -1.0, 1.5, 3.0, 0.0, 4.0, -2.0, 1.0, 2.5], dtype=torch.float64
+)
 running_max, running_sum = -math.inf, 0.0
 for tile in row.split(4):
     new_max = max(running_max, tile.max().item())
     running_sum = running_sum * math.exp(running_max - new_max)
     running_sum += torch.exp(tile - new_max).sum().item()
     running_max = new_max
-    print(_("tile {tile}: m = {m}, s = {s}").format(tile=tile.tolist(), m=running_max,
-                                                   s=f"{running_sum:.6f}"))  # fmt: skip
+    print(
+        _("tile {tile}: m = {m}, s = {s}").format(
+            tile=tile.tolist(), m=running_max, s=f"{running_sum:.6f}"
+        )
+    )
 whole = torch.exp(row - row.max()).sum()
-print(_("the whole row at once:  m = {m}, s = {s}").format(m=row.max().item(), s=f"{whole:.6f}"))
+print(
+    _("the whole row at once:  m = {m}, s = {s}").format(
+        m=row.max().item(), s=f"{whole:.6f}"
+    )
+)
 
 # %%
 # The Triton version of that loop is a helper shared with the cross-entropy page:
@@ -211,9 +220,14 @@ print(kernels_run_on())
 for n_cols in (1, 781, 20000):
     print(check(softmax.BENCHMARK, n_cols))
 long_rows = torch.randn(3, softmax.MAX_FUSED_COLS + 4465, device=kernel_device())
-error = relative_error(softmax.softmax(long_rows), torch.softmax(long_rows.double(), dim=-1))
-print(_("looped kernel, 3 rows of {n} values: relative error {error}").format(
-    n=number(f"{long_rows.shape[1]:,}"), error=number(f"{error:.1e}")))  # fmt: skip
+error = relative_error(
+    softmax.softmax(long_rows), torch.softmax(long_rows.double(), dim=-1)
+)
+print(
+    _("looped kernel, 3 rows of {n} values: relative error {error}").format(
+        n=number(f"{long_rows.shape[1]:,}"), error=number(f"{error:.1e}")
+    )
+)
 
 # %%
 # Measure it

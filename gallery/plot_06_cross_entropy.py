@@ -151,12 +151,20 @@ for n_classes in (1, 1000, 5000):
 # Rows whose target is ``-100`` are ignored, as in PyTorch, and a target outside the
 # vocabulary is refused by name instead of reading another row's logits:
 
-logits = torch.randn(4, 10, device=kernel_device(), dtype=torch.float64, requires_grad=True)
+logits = torch.randn(
+    4, 10, device=kernel_device(), dtype=torch.float64, requires_grad=True
+)
 targets = torch.tensor([3, -100, 9, 0], device=kernel_device())
-print("gradcheck:", torch.autograd.gradcheck(
-    lambda z: cross_entropy.cross_entropy(z, targets), (logits,)))  # fmt: skip
+print(
+    "gradcheck:",
+    torch.autograd.gradcheck(
+        lambda z: cross_entropy.cross_entropy(z, targets), (logits,)
+    ),
+)
 try:
-    cross_entropy.cross_entropy(logits, torch.tensor([3, 10, 9, 0], device=kernel_device()))
+    cross_entropy.cross_entropy(
+        logits, torch.tensor([3, 10, 9, 0], device=kernel_device())
+    )
 except ValueError as error:
     print(f"ValueError: {error}")
 

@@ -184,13 +184,18 @@ print(kernels_run_on())
 for n in matmul.BENCHMARK.interpreter_sizes:
     print(check(matmul.BENCHMARK, n))
 generator = torch.Generator(device=kernel_device()).manual_seed(0)
-a = torch.randn(77, 300, device=kernel_device(), dtype=torch.float16, generator=generator)
+a = torch.randn(
+    77, 300, device=kernel_device(), dtype=torch.float16, generator=generator
+)
 # Scaled so that the entries of the product are of order one, as in a network layer.
-b = torch.randn(300, 45, device=kernel_device(), dtype=torch.float16, generator=generator)
+b = torch.randn(
+    300, 45, device=kernel_device(), dtype=torch.float16, generator=generator
+)
 b /= 300**0.5
 for activation in matmul.ACTIVATIONS:
     error = relative_error(
-        matmul.matmul(a, b, activation), matmul.torch_matmul(a.double(), b.double(), activation)
+        matmul.matmul(a, b, activation),
+        matmul.torch_matmul(a.double(), b.double(), activation),
     )
     line = _("{product}, 77 x 300 by 300 x 45, float16: relative error {error}")
     print(line.format(product=f"{activation:>5}(A @ B)", error=number(f"{error:.1e}")))
@@ -216,8 +221,12 @@ for activation in matmul.ACTIVATIONS:
 # .. literalinclude:: /kernels/matmul.py
 #    :pyobject: transposed
 
-x = torch.randn(77, 256, device=kernel_device(), dtype=torch.float16, generator=generator)
-weight = torch.randn(96, 256, device=kernel_device(), dtype=torch.float16, generator=generator)
+x = torch.randn(
+    77, 256, device=kernel_device(), dtype=torch.float16, generator=generator
+)
+weight = torch.randn(
+    96, 256, device=kernel_device(), dtype=torch.float16, generator=generator
+)
 weight /= 256**0.5  # a linear layer's weight, out by in features
 out = matmul.matmul(x, weight.t())
 path = "descriptor" if matmul.tma_applies(x, weight, out) else "pointer"
@@ -253,13 +262,20 @@ print(line.format(error=number(f"{error:.1e}")))
 
 x.requires_grad_()
 weight.requires_grad_()
-grad = torch.randn(77, 96, device=kernel_device(), dtype=torch.float16, generator=generator)
+grad = torch.randn(
+    77, 96, device=kernel_device(), dtype=torch.float16, generator=generator
+)
 matmul.matmul(x, weight.t(), "gelu").backward(grad)
 x64, weight64 = (t.detach().double().requires_grad_() for t in (x, weight))
 matmul.torch_matmul(x64, weight64.t(), "gelu").backward(grad.double())
-for name, mine, reference in (("x", x.grad, x64.grad), ("weight", weight.grad, weight64.grad)):
+for name, mine, reference in (
+    ("x", x.grad, x64.grad),
+    ("weight", weight.grad, weight64.grad),
+):
     line = _("gradient of {name} through gelu(x @ weight.t()): relative error {error}")
-    print(line.format(name=name, error=number(f"{relative_error(mine, reference):.1e}")))
+    print(
+        line.format(name=name, error=number(f"{relative_error(mine, reference):.1e}"))
+    )
 
 # %%
 # The order of the tiles
@@ -302,20 +318,39 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
     for row in range(TILES):
         for col in range(TILES):
             if first[row, col]:
-                ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, color="#ff7f0e", alpha=0.6))
-            ax.text(col, row, int(order[row, col]), ha="center", va="center", fontsize=TEXT_PT)
+                ax.add_patch(
+                    Rectangle((col - 0.5, row - 0.5), 1, 1, color="#ff7f0e", alpha=0.6)
+                )
+            ax.text(
+                col,
+                row,
+                int(order[row, col]),
+                ha="center",
+                va="center",
+                fontsize=TEXT_PT,
+            )
     ax.set_title(f"GROUP_M = {group_m}")
     ax.set_xticks([])
     ax.set_yticks([])
     a_tiles = int(first.any(dim=1).sum())
     b_tiles = int(first.any(dim=0).sum())
-    line = _("GROUP_M={group_m}: the first {programs} programs read tiles of A from {a} "
-             "row(s) and tiles of B from {b} column(s): {strips} strips in all")  # fmt: skip
-    print(line.format(group_m=group_m, programs=IN_FLIGHT, a=a_tiles, b=b_tiles,
-                      strips=a_tiles + b_tiles))  # fmt: skip
+    line = _(
+        "GROUP_M={group_m}: the first {programs} programs read tiles of A from {a} "
+        "row(s) and tiles of B from {b} column(s): {strips} strips in all"
+    )
+    print(
+        line.format(
+            group_m=group_m,
+            programs=IN_FLIGHT,
+            a=a_tiles,
+            b=b_tiles,
+            strips=a_tiles + b_tiles,
+        )
+    )
 style(fig)
 caption = _(
-    "Program numbers on a grid of {tiles} x {tiles} tiles of C, computed by `grouped_tile` "
+    "Program numbers on a grid of {tiles} x {tiles} tiles of C, computed by "
+    "`grouped_tile` "
     "in a Triton kernel; the tiles of the first {in_flight} programs are shaded orange."
 )
 set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
@@ -398,12 +433,23 @@ table = results_table(
 if square.fresh:
     # Both tuners of the run: one program per tile below PERSISTENT_MIN_OUTPUT, the
     # persistent kernel from there up.
-    for kernel, tuner in (("descriptor", matmul.tuned_matmul_tma_kernel),
-                          ("persistent", matmul.tuned_matmul_tma_persistent_kernel)):  # fmt: skip
-        name = _("descriptor kernel") if kernel == "descriptor" else _("persistent kernel")
-        print(_("Configurations autotune chose in this run ({kernel}):").format(kernel=name))
+    for kernel, tuner in (
+        ("descriptor", matmul.tuned_matmul_tma_kernel),
+        ("persistent", matmul.tuned_matmul_tma_persistent_kernel),
+    ):
+        name = (
+            _("descriptor kernel") if kernel == "descriptor" else _("persistent kernel")
+        )
+        print(
+            _("Configurations autotune chose in this run ({kernel}):").format(
+                kernel=name
+            )
+        )
         for key, config in tuner.cache.items():
-            line = _("  M rounded up, N, K = {sizes}, A and B transposed = {layout}: {config}")
+            line = _(
+                "  M rounded up, N, K = {sizes}, "
+                "A and B transposed = {layout}: {config}"
+            )
             print(line.format(sizes=key[:3], layout=key[3:5], config=config))
 table
 
@@ -484,25 +530,36 @@ first = matmul.HOPPER_CONFIGS[0]
 
 
 def pointer_kernel_ptx(n: int) -> str:
-    """PTX of ``matmul_kernel`` for sm_90 as an n x n x n bfloat16 launch specializes it:
-    unit strides are constants, and each size, stride or pointer that is a multiple of
-    16 is marked as one."""
+    """PTX of ``matmul_kernel`` for sm_90 as an n x n x n bfloat16 launch
+    specializes it: unit strides are constants, and each size, stride or pointer that
+    is a multiple of 16 is marked as one."""
     signature = dict.fromkeys(POINTER_ARGS, "*bf16") | dict.fromkeys(SIZE_ARGS, "i32")
-    constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "ACTIVATION": "none",
-                  "A_TRANSPOSED": False, "B_TRANSPOSED": False, **first.kwargs}  # fmt: skip
+    constexprs = {
+        "stride_ak": 1,
+        "stride_bn": 1,
+        "stride_cn": 1,
+        "ACTIVATION": "none",
+        "A_TRANSPOSED": False,
+        "B_TRANSPOSED": False,
+        **first.kwargs,
+    }
     signature |= dict.fromkeys(constexprs, "constexpr")
     ordered = {name: signature[name] for name in matmul.matmul_kernel.arg_names}
     marked = POINTER_ARGS + (SIZE_ARGS if n % 16 == 0 else ())
     launch = {"num_warps": first.num_warps, "num_stages": first.num_stages}
-    return compile_for_gpu(f"{matmul.__name__}:matmul_kernel", ordered, constexprs, marked,
-                           **launch)["ptx"]  # fmt: skip
+    return compile_for_gpu(
+        f"{matmul.__name__}:matmul_kernel", ordered, constexprs, marked, **launch
+    )["ptx"]
 
 
 for n in (2048, 2047):
     ptx = pointer_kernel_ptx(n)
     copies = len(re.findall(r"cp\.async\.cg\.shared\.global", ptx))
     loads = len(re.findall(r"ld\.global\.b16", ptx))
-    line = _("n = {n}: {copies} cp.async (16 bytes each), {loads} ld.global.b16 (2 bytes each)")
+    line = _(
+        "n = {n}: {copies} cp.async (16 bytes each), "
+        "{loads} ld.global.b16 (2 bytes each)"
+    )
     print(line.format(n=n, copies=copies, loads=loads))
 
 # %%

@@ -43,10 +43,19 @@ from kernels.messages import _, number
 
 for seq_len in (4096, 16384):
     scores = attention.BATCH * attention.HEADS * seq_len**2
-    line = _("{batch} sequences x {heads} heads at {tokens} tokens: {gb} GB for one bfloat16 "
-             "copy of the scores")  # fmt: skip
-    print(line.format(batch=attention.BATCH, heads=attention.HEADS, tokens=number(f"{seq_len:,}"),
-                      gb=number(f"{scores * 2 / 1e9:,.1f}")))  # fmt: skip
+    line = _(
+        "{batch} sequences x {heads} heads at {tokens} tokens: "
+        "{gb} GB for one bfloat16 "
+        "copy of the scores"
+    )
+    print(
+        line.format(
+            batch=attention.BATCH,
+            heads=attention.HEADS,
+            tokens=number(f"{seq_len:,}"),
+            gb=number(f"{scores * 2 / 1e9:,.1f}"),
+        )
+    )
 
 # %%
 # Tiles of queries and keys
@@ -160,11 +169,18 @@ for block_m in range(SEQ_LEN // tiles.block_m):
             row += "."  # after every query of the block: skipped
     visited += len(row) - row.count(".")
     last = diagonal + tiles.block_m - 1
-    print(_("queries {first} to {last}: {row}").format(first=f"{diagonal:>5,}", last=f"{last:>5,}",
-                                                      row=row))  # fmt: skip
+    print(
+        _("queries {first} to {last}: {row}").format(
+            first=f"{diagonal:>5,}", last=f"{last:>5,}", row=row
+        )
+    )
 pairs = (SEQ_LEN // tiles.block_m) * (SEQ_LEN // tiles.block_n)
 line = _("BLOCK_M = {block_m}, BLOCK_N = {block_n}: {visited} of {pairs} pairs visited")
-print(line.format(block_m=tiles.block_m, block_n=tiles.block_n, visited=visited, pairs=pairs))
+print(
+    line.format(
+        block_m=tiles.block_m, block_n=tiles.block_n, visited=visited, pairs=pairs
+    )
+)
 
 # %%
 # When the sequence is a whole number of blocks, only the ``M`` blocks pay for the
@@ -268,7 +284,9 @@ def judge(measurement: Measurement, goal: float) -> ResultTable:
     if measurement.placeholder:
         return table
     rates = {
-        name: values[-1] for name, values in measurement.series.items() if values[-1] is not None
+        name: values[-1]
+        for name, values in measurement.series.items()
+        if values[-1] is not None
     }
     ranking = ", ".join(sorted(rates, key=rates.get, reverse=True))
     last = _("At {tokens} tokens, fastest first (kernel time): {ranking}.").format(

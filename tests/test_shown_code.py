@@ -1,0 +1,64 @@
+"""The code that pages show fits the text column: at most 88 columns, so that a reader at
+1280 px sees each line whole (the gallery's scripts are formatted so by gallery/ruff.toml;
+the lessons' code cells are written so)."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+COLUMNS = 88
+LESSONS = sorted((ROOT / "docs" / "lessons").glob("*.md"))
+GALLERY = sorted((ROOT / "gallery").glob("plot_*.py"))
+CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+# Cells that the page does not show as code: glue and setup cells.
+HIDDEN = ("remove-cell", "remove-input")
+
+
+def shown_cells(markdown: str) -> list[tuple[int, list[str]]]:
+    """The code cells of a MyST page that show their code: (first line number, lines),
+    without their options (``:tags:``, ``:mystnb:`` and the like)."""
+    cells = []
+    for match in CELL.finditer(markdown):
+        lines = match.group(1).splitlines()
+        first = markdown[: match.start(1)].count("\n") + 1
+        options = 0
+        while options < len(lines) and lines[options].startswith(":"):
+            options += 1
+        if any(tag in line for line in lines[:options] for tag in HIDDEN):
+            continue
+        cells.append((first + options, lines[options:]))
+    return cells
+
+
+def code_lines(script: str) -> list[tuple[int, str]]:
+    """The lines of a gallery script that a page shows as code: all but its comments,
+    which sphinx-gallery turns into the page's text, and its module docstring."""
+    docstring = ast.get_docstring(ast.parse(script), clean=False)
+    end = script.count("\n", 0, script.index(docstring) + len(docstring)) + 1 if docstring else 0
+    return [(number, line) for number, line in enumerate(script.splitlines(), 1)
+            if number > end and not line.lstrip().startswith("#")]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", LESSONS, ids=lambda path: path.stem)
+def test_lesson_code_cells_fit_the_column(page: Path) -> None:
+    long = [f"{page.name}:{first + index}: {line}"
+            for first, lines in shown_cells(page.read_text(encoding="utf-8"))
+            for index, line in enumerate(lines) if len(line) > COLUMNS]  # fmt: skip
+    assert not long, f"shown code longer than {COLUMNS} columns:\n" + "\n".join(long)
+
+
+@pytest.mark.parametrize("script", GALLERY, ids=lambda path: path.stem)
+def test_gallery_code_fits_the_column(script: Path) -> None:
+    long = [f"{script.name}:{number}: {line}"
+            for number, line in code_lines(script.read_text(encoding="utf-8"))
+            if len(line) > COLUMNS]  # fmt: skip
+    assert not long, f"shown code longer than {COLUMNS} columns:\n" + "\n".join(long)
+
+
+def test_a_long_line_in_a_shown_cell_is_found_and_a_hidden_one_is_not() -> None:
+    page = ("```{code-cell} ipython3\n:tags: [remove-cell]\n" + "x" * 100 + "\n```\n"
+            "```{code-cell} ipython3\n:tags: [hide-output]\n" + "y" * 100 + "\n```\n")  # fmt: skip
+    assert shown_cells(page) == [(7, ["y" * 100])]
