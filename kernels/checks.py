@@ -111,9 +111,11 @@ def check_parameter(name: str, value: object, like: torch.Tensor) -> torch.Tenso
     """Check a per-column parameter (a weight or a bias) of a row-wise kernel on ``like``."""
     if (
         isinstance(value, torch.Tensor)
+        and value.layout is torch.strided
         and value.dtype == like.dtype
         and _on_kernel_device(value)
         and value.is_contiguous()
+        and not value.is_neg()
         and value.dim() == 1
         and value.shape[0] == like.shape[-1]
     ):

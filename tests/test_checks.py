@@ -252,3 +252,21 @@ def test_a_sparse_tensor_is_refused_by_name_not_read_as_dense_memory(to_sparse: 
         matmul.matmul(sparse, half)
     with pytest.raises(TypeError, match=r"^x is a sparse"):
         vector_add.add(sparse, half)
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_a_lazily_negated_weight_or_bias_is_refused(norm: str) -> None:
+    # Found by tests/test_sweep.py: check_parameter's quick path let a negated view
+    # through, and the kernels read its memory, the opposite sign.
+    from kernels import layer_norm, rms_norm
+
+    x, weight = randn(4, 16), randn(16, seed=1)
+    negated = torch._neg_view(weight)
+    with pytest.raises(ValueError, match=r"^weight is a lazily negated view"):
+        if norm == "rms":
+            rms_norm.rms_norm(x, negated)
+        else:
+            layer_norm.layer_norm(x, negated, weight)
+    if norm == "layer":
+        with pytest.raises(ValueError, match=r"^bias is a lazily negated view"):
+            layer_norm.layer_norm(x, weight, negated)
