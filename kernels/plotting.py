@@ -11,7 +11,9 @@ the figure and written into the page as text, so that it can be translated.
 import math
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .measurements import LaunchOverhead, Measurement
 from .messages import _, number, series_name, translated
@@ -44,6 +46,32 @@ FIGURE_SIZE = (6.0, 4.5)
 TEXT_PT = 12
 
 _CAPTION_ATTRIBUTE = "_ninja_gap_caption"
+
+
+def size_label(value: float) -> str:
+    """A size as a tick label writes it, at full text size: whole multiples of 2**20 as
+    ``M``, of 2**10 as ``K`` (the sizes are powers of two and their neighbours), others
+    in full, in the edition's number format. Matplotlib's default, ``2^20`` with a
+    superscript, prints the exponent at 70% of the text, under 9 px on a phone."""
+    if value >= 2**20 and value % 2**20 == 0:
+        return _("{value}M").format(value=number(f"{value / 2**20:,.0f}"))
+    if value >= 2**10 and value % 2**10 == 0:
+        return _("{value}K").format(value=number(f"{value / 2**10:,.0f}"))
+    return plain_label(value)
+
+
+def plain_label(value: float) -> str:
+    """A value on a logarithmic axis as a tick label: written out (``0.1``, ``1,000``),
+    not as a power of ten with a superscript exponent."""
+    return number(f"{value:,.0f}" if value >= 1 else f"{value:g}")
+
+
+def label_log_axis(ax: Axes, axis: str, label: object = plain_label) -> None:
+    """Label the major ticks of ``ax``'s logarithmic ``axis`` (``"x"`` or ``"y"``) with
+    ``label`` and leave its minor ticks unlabelled."""
+    which = ax.xaxis if axis == "x" else ax.yaxis
+    which.set_major_formatter(FuncFormatter(lambda value, _position: label(value)))
+    which.set_minor_formatter(NullFormatter())
 
 
 def _provider_colour(provider: str, index: int) -> str:
@@ -130,6 +158,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
     ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,
             label=_("lighter: call time"))  # fmt: skip
     ax.set_xscale("log", base=2)
+    label_log_axis(ax, "x", size_label)
     ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel(measurement.metric)
     rates = [v for series in measurement.series.values() for v in series if v is not None]
@@ -156,6 +185,8 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
                 label=provider, color=_provider_colour(provider, index))  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    label_log_axis(ax, "x", size_label)
+    label_log_axis(ax, "y")
     ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel("MB")
     ax.grid(True, which="major", alpha=0.3)

@@ -278,7 +278,7 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     ceiling on the site, with one marker per point; an estimated point is hollow."""
     import matplotlib.pyplot as plt
 
-    from .plotting import CEILING_COLOUR, FIGURE_SIZE, PROVIDER_COLOURS, style
+    from .plotting import CEILING_COLOUR, FIGURE_SIZE, PROVIDER_COLOURS, label_log_axis, style
 
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     intensities = [p.intensity for p in points] + [roof.ridge]
@@ -297,6 +297,8 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
                 label=label)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
+    label_log_axis(ax, "x")
+    label_log_axis(ax, "y")
     ax.set_xlabel(_("FLOP per byte"))
     ax.set_ylabel("TFLOP/s")
     ax.grid(True, which="major", alpha=0.3)

@@ -178,6 +178,37 @@ def test_the_ceiling_s_legend_speaks_the_edition_s_language(
     assert ceiling_label() == f"копирование на устройстве ({russian_value} GB/s)"
 
 
+def _tick_labels(axis) -> list[str]:
+    figure = axis.get_figure()
+    figure.canvas.draw()
+    return [label.get_text() for label in axis.get_ticklabels() if label.get_text()]
+
+
+def test_log_axes_label_sizes_at_full_text_size_in_the_edition_s_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Matplotlib's default labels (2^24 as mathtext) print the exponent at 70% of the
+    # text size: under 9 px on a phone. The sizes are written out instead.
+    record = sample()
+    x_labels = _tick_labels(plot_measurement(record).axes[0].xaxis)
+    assert x_labels and not any("$" in label or "^" in label for label in x_labels)
+    assert {"16M", "64M", "256M"} <= set(x_labels), x_labels
+    memory = sample(peak_memory_mb={"Triton": [1.0, 10.0, 100.0, 1000.0, 5000.0]})
+    y_labels = _tick_labels(plot_peak_memory(memory).axes[0].yaxis)
+    assert "1,000" in y_labels and not any("$" in label for label in y_labels), y_labels
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert "256\u041c" in _tick_labels(plot_measurement(record).axes[0].xaxis)  # Cyrillic Em
+    assert "1\xa0000" in _tick_labels(plot_peak_memory(memory).axes[0].yaxis)
+
+
+def test_a_size_label_is_exact_or_written_in_full() -> None:
+    from kernels.plotting import plain_label, size_label
+
+    assert [size_label(v) for v in (1, 1000, 1024, 1500, 50257, 2**20, 3 * 2**20)] == [
+        "1", "1,000", "1K", "1,500", "50,257", "1M", "3M"]  # fmt: skip
+    assert [plain_label(v) for v in (0.01, 0.5, 10, 1e4)] == ["0.01", "0.5", "10", "10,000"]
+
+
 def test_a_rate_that_is_null_is_a_gap_in_its_line() -> None:
     doc = sample_doc(unavailable={"PyTorch": "at N=268,435,456: out of memory"})
     doc["series"]["PyTorch"][-1] = None
