@@ -240,8 +240,8 @@ table
 #    neighbours, so that each quarter is a run of consecutive elements, loaded and
 #    stored as a plain tile.
 #
-#    **Limits.** The offsets and the counters are 32-bit integers, so the launcher
-#    refuses tensors of more than ``2**31 - 1`` elements. The seed is a 64-bit integer
+#    **Limits.** The counters are 32-bit integers (the element offsets are 64-bit), so
+#    the launcher refuses tensors of more than ``2**31 - 1`` elements. The seed is a 64-bit integer
 #    from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped and the launcher
 #    passes a scale of zero instead of dividing by zero.
 #

@@ -241,8 +241,9 @@ print(
 #
 # Besides PyTorch and ``torch.compile``, the figure shows the softmax of Liger-Kernel,
 # a library of Triton kernels for training language models (``liger_softmax``; the
-# ``Liger`` line). It holds each row in one tile and takes rows of at most 65536
-# values: the lines under the table say where a baseline has no rate, and why.
+# ``Liger`` line). In the release recorded here it holds each row in one tile and takes
+# rows of at most 65536 values: the lines under the table say where a baseline has no
+# rate, and why.
 
 from kernels.bench import measure_or_load
 from kernels.plotting import plot_measurement
@@ -296,13 +297,16 @@ fp16_table
 #
 # The sum is one number per row, a reduction like the forward pass's maximum and sum.
 # The formula needs the output ``y``, not ``x``, so the forward pass keeps ``y`` for
-# it. The backward kernel follows the forward kernel's plan: one program per row, the
-# row in registers, one read of ``y`` and of ``dy``, one write of ``dx``:
+# it. The backward kernel gives each program one row, or several short rows (about
+# ``BACKWARD_TILE`` values in all). With ``RELOAD`` (on by default) it reads ``y`` and
+# ``dy`` once for the sum and again, from L2 thanks to the eviction hints, for ``dx``,
+# so that memory sees about one read of each and one write of ``dx``:
 #
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_backward_kernel
 #
-# It holds two rows at once, so rows longer than ``BACKWARD_MAX_FUSED_COLS`` values
+# It works on two rows at once, so rows longer than ``BACKWARD_MAX_FUSED_COLS`` values,
+# and rows that leave part of their tile masked from ``BACKWARD_MAX_MASKED_COLS`` on,
 # take ``softmax_backward_looped_kernel`` instead, which walks the row in tiles twice
 # (once for the sum, once for ``dx``) with the eviction hints of the forward pass's
 # looped kernel.
@@ -359,16 +363,15 @@ table
 #    that follows, each value can be a few float32 units in the last place away from a
 #    correctly rounded quotient, far below the rounding of a bfloat16 output.
 #
-#    **32K and 64K values.** In the builds so far these sizes fell short of the ceiling
+#    **32K and 64K values.** In earlier builds these sizes fell short of the ceiling
 #    goal; the line under the table says whether they did in this one. At 64K values the
 #    eviction hints matter: without them the looped kernel was slower in a sweep on an
-#    H200 (its comment in ``kernels/softmax.py`` records by how much). At 32K values we
-#    have no measured explanation of the shortfall yet.
+#    H200 (its comment in ``kernels/softmax.py`` records by how much).
 #
 #    **Rows of odd length.** The three-part walk of the looped kernel is checked when it
-#    is compiled, not timed: ``tests/test_compiles_for_gpu.py`` compiles
+#    is compiled: ``tests/test_compiles_for_gpu.py`` compiles
 #    ``softmax_looped_kernel`` for sm_90 on rows of bfloat16 and finds vector loads in
-#    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It is timed as well: the
+#    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It is also timed: the
 #    records above are of this code (their fingerprint covers ``kernels/aligned_rows.py``),
 #    and their rows of 50,257 values are odd and longer than ``MAX_FUSED_COLS``, so the
 #    looped kernel walks them this way.

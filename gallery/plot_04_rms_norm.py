@@ -74,10 +74,10 @@ neither.
 # * ``ACC`` is the type the kernel computes in: float32, or float64 for float64 input.
 #   A bfloat16 row is converted on loading, so that the sum of thousands of squares is
 #   taken with float32's precision, not bfloat16's.
-# * ``tl.sum(x * x, axis=1, keep_dims=True)`` reduces each line of the tile, one row,
-#   to one number; the compiler combines the partial sums of the threads and warps
-#   that hold the row. ``keep_dims`` keeps the result a column of ``ROWS`` values, so
-#   that ``x * inv_rms`` scales each row by its own number.
+# * ``tl.sum(x * x, axis=1)`` reduces each line of the tile, one row, to one number;
+#   the compiler combines the partial sums of the threads and warps that hold the row.
+#   ``inv_rms[:, None]`` makes the ``ROWS`` results a column, so that
+#   ``x * inv_rms[:, None]`` scales each row by its own number.
 # * The weight is loaded once for all the program's rows, and ``weight[None, :]``
 #   lines it up with every row.
 # * The output is cast back to the input's type when it is stored.
@@ -202,7 +202,8 @@ fp16_table
 #
 # The work on one tile of rows is in two helpers. ``row_tile``, which LayerNorm's
 # backward kernel shares, finds the tile: its rows, their mask, and the tile's mask and
-# offsets, built as in the forward kernel (RMSNorm uses the last two):
+# offsets, built as in the forward kernel (RMSNorm uses all four: the rows and their
+# mask read the saved ``inv_rms``):
 #
 # .. literalinclude:: /kernels/row_tiles.py
 #    :pyobject: row_tile
@@ -223,7 +224,10 @@ fp16_table
 # current one is reduced and its ``dx`` stored. After a program's last tile, the "next"
 # tile lies past ``n_rows``: its mask is all false, and nothing is read. Two tiles of
 # rows longer than ``PREFETCH_MAX_COLS`` values do not fit in registers at once: those
-# take the loop under ``else``.
+# take the loop under ``else``. There the flag ``RELOAD`` (the module's
+# ``BACKWARD_RELOAD``, on by default) has the loop read each tile twice, the second
+# time from the cache, as the forward kernel does, so that the tile is not held in
+# registers through the row's sums.
 #
 # Rows longer than ``FUSED_BACKWARD_MAX_COLS`` values take two kernels instead, one for
 # ``dx`` and one for the weight's gradient, as LayerNorm's do. When ``x`` or the weight

@@ -214,8 +214,8 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 # Measure the forward pass
 # ------------------------
 #
-# 16384 rows (tokens) in bfloat16. The hidden sizes are powers of two between 1024 and
-# 16384, and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
+# 16384 rows (tokens) in bfloat16. The hidden sizes are the powers of two 1024, 4096,
+# 8192 and 16384, and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
 # 7168 (DeepSeek-V3).
 
 from kernels.bench import measure_or_load
@@ -287,8 +287,10 @@ table
 #    warps (256 threads) gets 80 registers a thread with the mask and 64 with ``EVEN``
 #    (compiled for sm_90, when the kernel took one row per program): a
 #    multiprocessor's 65536 registers hold three such programs with the mask and four
-#    without. In a sweep on an H200 the 8K point ran faster without the mask. With
-#    Triton 3.9 both versions get 64 registers: the counts depend on the compiler. The
+#    without. In a sweep on an H200 the 8K point ran faster without the mask. Compiled
+#    with Triton 3.9 for sm_90, the masked kernel still takes more registers than the
+#    ``EVEN`` one (79 against 64 to 71, by two ways of counting): the counts depend on
+#    the compiler. The
 #    row mask is another matter: it is the same all along a row, so it does not stop
 #    the compiler from loading neighbouring values of a row with one wide instruction.
 #

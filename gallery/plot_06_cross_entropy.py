@@ -64,8 +64,8 @@ again.
 # masked *head* up to the first boundary, a *body* that starts on a boundary and is a
 # whole number of vectors long, so that its loads are vectors, and a short masked
 # *tail*. The :doc:`softmax page <plot_03_softmax>` walks its long rows the same way,
-# and ``kernels/aligned_rows.py`` explains the split. When every row starts on a
-# boundary, ``ALIGN`` is 1 and the plain helper runs.
+# and ``kernels/aligned_rows.py`` explains the split. When ``n_cols`` is a multiple of
+# 16, ``ALIGN`` is 1 and the plain helper runs.
 #
 # Then the program looks up its target's logit and stores the row's loss. When a
 # backward pass will follow (``STATS``), it also stores the row's logsumexp in two
@@ -178,8 +178,8 @@ except ValueError as error:
 # Measure it
 # ----------
 #
-# 4096 rows (token positions) in bfloat16. The vocabularies are powers of two between
-# 1024 and 65536, and those of four models: 32000 (LLaMA 2), 50257 (GPT-2), 128256
+# 4096 rows (token positions) in bfloat16. The vocabularies are the powers of two 1024,
+# 4096, 32768 and 65536, and those of four models: 32000 (LLaMA 2), 50257 (GPT-2), 128256
 # (LLaMA 3) and 151936 (Qwen 2). The forward rate counts one read of the logits; the
 # backward rate a read of the logits and a write of their gradient.
 #
@@ -245,7 +245,8 @@ print_peak_memory(forward)
 #    comment beside ``MEAN_BLOCK`` in ``kernels/cross_entropy.py`` records by how much).
 #
 #    **Where the forward kernel falls short of the ceiling goal** (the line under the
-#    forward table says where; in our sweeps on an H200, at 32K logits a row): the first
+#    forward table says where; on the H200, though not in the H100's table above, at
+#    32K to 50K logits a row): the first
 #    kernel only reads, so its limit is the read rate of a kernel of its shape. In
 #    sweeps on an H200 at 32K, the row-loss kernel alone ran faster than the pair, and
 #    a probe with the same tiles that only sums the logits faster still. What separates

@@ -463,10 +463,10 @@ table
 #   (of 64 x 64, the smallest candidate) for 132 SMs, so neither library gets near the
 #   ceiling there.
 # * The gap between Triton's two lines is time spent outside the kernel. Our launcher
-#   is Python: it checks the inputs, builds three descriptors and looks up the
-#   autotuned configuration before each launch (``launch_tuned``, in
-#   ``kernels/launch.py``, keeps autotune's choices in a dictionary of its own, a
-#   quicker lookup than the autotuner's). A small product's kernel is too short to
+#   is Python: it checks the inputs, looks up the plan that its first call of this
+#   shape made (``_tma_plans`` in ``kernels/matmul.py``: the configuration autotune
+#   chose, the grid and the descriptors' shapes) and builds the descriptors before
+#   each launch. A small product's kernel is too short to
 #   hide that; a large one's is not.
 # * From 4096 up, the table gives Triton's rate as a share of the ceiling and as a
 #   ratio to cuBLAS, and the line under it says at which sizes the goal was met.
@@ -494,9 +494,10 @@ table
 # Rows off the 16-byte boundary
 # -----------------------------
 #
-# A hidden size such as 4095, or a square product of size 2047, starts every row of a
-# bfloat16 matrix 2 bytes off a 16-byte boundary: a row of 2047 values is 4094 bytes,
-# and 4094 is not a multiple of 16. No descriptor takes such a matrix; Triton's own
+# A hidden size such as 4095, or a square product of size 2047, makes every row of a
+# bfloat16 matrix a length that is not a multiple of 16 bytes: a row of 2047 values is
+# 4094 bytes, so most rows start between two 16-byte boundaries (one in eight starts on
+# one). No descriptor takes such a matrix; Triton's own
 # constructor refuses it:
 
 import re
@@ -520,8 +521,8 @@ except (AssertionError, ValueError) as refusal:
 # as a launch of an n x n bfloat16 product with the first candidate configuration
 # would compile it, once for n = 2048 and once for n = 2047, and its PTX (the assembly
 # the GPU's driver compiles further) is searched for two instructions: ``cp.async``, an
-# asynchronous 16-byte copy from memory to shared memory, which the loop issues
-# ``num_stages`` steps ahead, and ``ld.global.b16``, a load of one 2-byte value into a
+# asynchronous 16-byte copy from memory to shared memory, which the loop issues up to
+# ``num_stages - 1`` steps ahead, and ``ld.global.b16``, a load of one 2-byte value into a
 # register:
 
 POINTER_ARGS = ("a_ptr", "b_ptr", "c_ptr")
@@ -564,7 +565,7 @@ for n in (2048, 2047):
 
 # %%
 # With aligned rows, the tiles of ``A`` and ``B`` travel as asynchronous 16-byte copies,
-# issued steps ahead of the multiplication that needs them; with rows 2 bytes off, each
+# issued steps ahead of the multiplication that needs them; with unaligned rows, each
 # value is a load of its own into registers, and nothing is issued ahead. cuBLAS falls
 # at such sizes too (the figure below shows by how much); NVIDIA's documentation of
 # cuBLAS names the same condition, pointers and leading dimensions on 16-byte
@@ -612,8 +613,8 @@ from kernels.report import neighbour_table
 neighbour_table(unaligned, square, ("cuBLAS", "Triton"))
 
 # %%
-# The same with ``B = W.t()``, where each operand is read as its transpose and the
-# copies are of ``W`` as stored:
+# The same with ``B = W.t()``, where ``W`` is read as its transpose and copied as
+# stored (this record has no line without the copy):
 
 unaligned_nt = measure_or_load(matmul.UNALIGNED_NT_BENCHMARK)
 table = results_table(unaligned_nt, min_work=0, baseline_goal=1.0, against="cuBLAS")
@@ -655,8 +656,9 @@ table
 # waits on memory, and no rate near the ceiling is possible for anyone. What counts is
 # that the programs stream the weight at the memory's rate. For at most 64 rows the
 # candidates include tiles of 16 and 32 rows, which multiply little padding, and tiles
-# of 32 to 128 columns: the grid is a single row of tiles, 64 to 256 programs for 132
-# SMs. The table gives Triton's rate and its ratio to cuBLAS as ``M`` grows.
+# of 32 to 128 columns: at 16 rows the grid is a single row of tiles, 64 to 256 programs
+# for 132 SMs; at 64 rows the candidates also include tiles of 64 rows. The table gives
+# Triton's rate and its ratio to cuBLAS as ``M`` grows.
 #
 # .. dropdown:: Engineering notes
 #

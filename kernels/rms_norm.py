@@ -6,11 +6,12 @@ one for the scaling and one for the weight; the fused kernel reads each row once
 writes it once.
 
 The backward pass has LayerNorm's plan (:mod:`kernels.layer_norm`) without the mean and
-the bias: one kernel reads ``x`` and ``dy`` once, writes ``dx`` and keeps partial sums of
-the weight's gradient in registers, and :mod:`kernels.column_sums` adds them up. Rows
-too long for that are split between a kernel for ``dx`` and one for the weight's
-gradient. The inverse root mean square of each row is recomputed from ``x``, which the
-backward pass reads anyway, so the forward pass stores nothing for it.
+the bias: one kernel reads ``x`` and ``dy`` from memory once (reading a tile a second
+time, from L2, where holding it would spill registers), writes ``dx`` and keeps partial
+sums of the weight's gradient in registers, and :mod:`kernels.column_sums` adds them
+up. Rows too long for that are split between a kernel for ``dx`` and one for the
+weight's gradient. The forward pass stores each row's inverse root mean square when a
+gradient is to be computed, and the backward pass reads it.
 """
 
 import dataclasses

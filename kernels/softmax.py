@@ -7,7 +7,7 @@ memory twice: it reads the row once and writes the result once.
 
 The backward pass, ``dx = y * (dy - sum(y * dy))`` per row, needs the output ``y``,
 which the forward pass keeps, and the output's gradient ``dy``: its kernel reads both
-once and writes ``dx`` once.
+from memory once (a second read, for ``dx``, comes from L2) and writes ``dx`` once.
 """
 
 import dataclasses

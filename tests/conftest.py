@@ -156,9 +156,18 @@ def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
     return [n for n in node_ids if re.search(r" at 0x[0-9a-f]+", n)]
 
 
+# The fixtures that build the whole site (or copy a build): a test that asks for one is
+# marked ``site``, so that ``-m "not site and not browser"`` runs the fast tier alone.
+SITE_FIXTURES = frozenset({"docs_build", "built_course", "russian_build"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test id that would differ between pytest-xdist's workers stops the run here,
-    named (how a GPU runner spreads the suite: docs/guides/contributing.md)."""
+    """Mark the tests that need a site build ``site``. A test id that would differ
+    between pytest-xdist's workers stops the run here, named (how a GPU runner spreads
+    the suite: docs/guides/contributing.md)."""
+    for item in items:
+        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.site)
     unstable = ids_that_change_between_runs([item.nodeid for item in items])
     if unstable:
         raise pytest.UsageError(

@@ -48,10 +48,13 @@ x
 def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     whole = downloads.whole_script(SCRIPT, SOURCES)
     assert "literalinclude" not in whole and ".. quiz::" not in whole
-    assert (
-        "#    def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):" in whole
-    )
-    # Inside the dropdown, the code block keeps the dropdown's indentation.
+    # The kernel the prose shows is code after it, handed to its module...
+    assert "# (``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code" in whole
+    assert "\n@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
+    assert "\nimport triton\n" in whole and "\nimport triton.language as tl\n" in whole
+    assert "\nvector_add.add_kernel = add_kernel\n" in whole
+    assert whole.index("def add_kernel(") < whole.index("\nx = 1\n")
+    # ...while the launcher, in a dropdown, stays text, keeping the dropdown's indentation.
     assert "#    .. code-block:: python\n#\n#       def add(" in whole
     assert "# 1. With `BLOCK_SIZE = 1024`" in whole
     assert whole.count("x = 1") == 1
@@ -73,8 +76,41 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
         "metadata": {}, "nbformat": 4, "nbformat_minor": 0}  # fmt: skip
     whole = json.loads(downloads.whole_notebook(json.dumps(notebook), SOURCES))
     text = "".join(whole["cells"][0]["source"])
-    assert "```python\n@triton.jit\ndef add_kernel(" in text
+    assert "``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code" in text
     assert "literalinclude" not in text and ".. quiz::" not in text and "1. With" in text
+    # The kernel is a code cell of its own after the text.
+    code = "".join(whole["cells"][1]["source"])
+    assert whole["cells"][1]["cell_type"] == "code"
+    assert "@triton.jit\ndef add_kernel(" in code and "vector_add.add_kernel = add_kernel" in code
+    nested = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
+        ".. dropdown:: Notes\n", "\n", "   .. literalinclude:: /kernels/vector_add.py\n",
+        "      :pyobject: add_kernel\n"]}], "metadata": {}, "nbformat": 4,
+        "nbformat_minor": 0}  # fmt: skip
+    inside = json.loads(downloads.whole_notebook(json.dumps(nested), SOURCES))
+    assert len(inside["cells"]) == 1 and "```python" in "".join(inside["cells"][0]["source"])
+
+
+def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> None:
+    kernels = downloads.live_kernels(
+        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
+    )
+    assert [(k.module, k.name) for k in kernels] == [("softmax", "softmax_kernel")]
+    code = downloads.live_code(kernels, set(), SOURCES)
+    # softmax_kernel calls _row_softmax, a helper of its own module.
+    assert "from ninja_gap.kernels.softmax import _row_softmax" in code
+    assert code.rstrip().endswith("softmax.softmax_kernel = softmax_kernel")
+    # A helper the download defined itself is not imported over it.
+    assert (
+        "_row_softmax"
+        not in downloads.live_code(kernels, {"_row_softmax"}, SOURCES).split("@triton.jit")[0]
+    )
+    # Launchers and other code are not live: only what Triton compiles.
+    assert (
+        downloads.live_kernels(
+            ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax\n", SOURCES
+        )
+        == []
+    )
 
 
 def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
@@ -140,3 +176,17 @@ def test_every_downloaded_script_runs_outside_the_clone(
         )  # fmt: skip
         assert result.returncode == 0, f"{script.name}:\n{result.stderr[-3000:]}"
         assert sorted(p.name for p in folder.glob("*.png")), f"{script.name} saved no figure"
+    # The kernels are live: the vector addition's download with its kernels made to
+    # subtract fails the page's own check, which runs them through the course's launcher.
+    (added,) = [path for path in scripts if path.stem == "plot_01_vector_add"]
+    text = added.read_text(encoding="utf-8")
+    sums = "total = x.to(tl.float32) + y.to(tl.float32)"
+    assert text.count(sums) >= 2  # add_kernel's and the launcher's add_tail_apart_kernel
+    edited = tmp_path / "edited" / added.name
+    edited.parent.mkdir()
+    edited.write_text(text.replace(sums, sums.replace(" + ", " - ")), encoding="utf-8")
+    result = subprocess.run([sys.executable, str(edited)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode != 0 and "relative error" in result.stdout + result.stderr, (
+        result.stdout[-2000:] + result.stderr[-2000:]
+    )

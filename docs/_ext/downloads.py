@@ -7,13 +7,23 @@ sphinx-gallery offers each example's own text for download, so a download would 
 ``.. literalinclude:: /kernels/...`` where the page shows the kernel, and
 ``.. quiz:: name`` where it shows the quiz. Once the site is written, this module
 rewrites the copies under ``_downloads/``: the sources and the pages stay as they are.
+
+A kernel that a page shows (a ``@triton.jit`` function) becomes live code in the
+download: defined there, from its module's source at build time, with what it needs
+imported from the installed course, and then set on its module, so that the course's
+launchers and the harness, imported from the package, call it. Editing it in the
+download changes what runs. Launchers and other code stay text; a kernel that its
+module wraps when imported (``triton.autotune``) keeps the wrapped, installed version.
 """
 
+import ast
+import builtins
 import io
 import json
 import re
+import symtable
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +63,11 @@ _DOCSTRING = re.compile(r'\A"""(.*?)"""', re.DOTALL)
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
 
+# Where a page shows a kernel, its download says where the kernel's code went.
+LIVE_NOTE = (
+    "(``{name}``, from ``{path}``, is defined in the code below: edit it there, and "
+    "everything after it runs your version.)"
+)
 # Appended to a downloaded script: run from a terminal, it saves what it drew.
 SAVE_FIGURES = """# %%
 # Run as a script, this example saves each figure it drew next to itself, and shows
@@ -91,15 +106,20 @@ def quiz_text(name: str, sources: Sources) -> str:
     return "\n".join(lines)
 
 
-def expand_directives(rst: str, sources: Sources, *, fenced: bool) -> str:
+def expand_directives(
+    rst: str, sources: Sources, *, fenced: bool, live: Collection[str] = ()
+) -> str:
     """``rst`` with each literalinclude replaced by the code it includes (a code block,
-    or a Markdown fence if ``fenced``) and each quiz by its questions."""
+    or a Markdown fence if ``fenced``) and each quiz by its questions; an included
+    kernel named in ``live``, which the download defines as code, by a note saying so."""
 
     def replace(match: re.Match[str]) -> str:
         indent = match.group("indent")
         options = dict(_OPTION.findall(match.group("options")))
         if match.group("name") == "quiz":
             body = quiz_text(match.group("argument"), sources)
+        elif not indent and options.get("pyobject") in live:
+            body = LIVE_NOTE.format(name=options["pyobject"], path=match.group("argument"))
         else:
             code = included_code(match.group("argument"), options, sources).rstrip("\n")
             if fenced:
@@ -121,9 +141,114 @@ def installed_imports(code: str) -> str:
     return _COURSE_IMPORT.sub(r"\1from ninja_gap.\2", code)
 
 
+@dataclass(frozen=True)
+class LiveKernel:
+    """A ``@triton.jit`` function that a page shows (``literalinclude`` of ``:pyobject:``)
+    from ``kernels/<module>.py``: a download defines it as code, not as text."""
+
+    module: str
+    name: str
+    code: str
+
+
+def _jit_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    # The module's top-level function ``name``, if Triton compiles it (@triton.jit).
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            return node if any(d.startswith("triton.jit") for d in decorators) else None
+    return None
+
+
+def live_kernels(rst: str, sources: Sources) -> list[LiveKernel]:
+    """The kernels that ``rst`` (a run of a script's prose) includes at its top level,
+    not inside a dropdown or another directive: those a download defines as code."""
+    found = []
+    for match in _DIRECTIVE.finditer(rst):
+        options = dict(_OPTION.findall(match.group("options")))
+        path = match.group("argument").lstrip("/")
+        if match.group("indent") or match.group("name") != "literalinclude":
+            continue
+        module = re.fullmatch(r"kernels/(\w+)\.py", path)
+        name = options.get("pyobject", "")
+        if not module or set(options) != {"pyobject"}:
+            continue
+        tree = ast.parse((sources.srcdir / path).read_text(encoding="utf-8"))
+        if _jit_function(tree, name) is not None:
+            code = included_code(match.group("argument"), options, sources).rstrip("\n")
+            found.append(LiveKernel(module.group(1), name, code))
+    return found
+
+
+def _module_bindings(module: str, sources: Sources) -> dict[str, str]:
+    """For each name that ``kernels/<module>.py`` binds at its top level, the import
+    that gives a download the same object."""
+    tree = ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
+    bindings: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                shown = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                bindings[alias.asname or alias.name.split(".")[0]] = shown
+            continue
+        if isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if node.level:  # a relative import: a module of the course
+                source = f"ninja_gap.kernels.{source}".rstrip(".")
+            for alias in node.names:
+                shown = f"from {source} import {alias.name}"
+                bindings[alias.asname or alias.name] = shown + (
+                    f" as {alias.asname}" if alias.asname else ""
+                )
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for name in names:
+            bindings.setdefault(name, f"from ninja_gap.kernels.{module} import {name}")
+    return bindings
+
+
+def _free_names(code: str) -> list[str]:
+    # The global names that a function's code reads, its decorator's included.
+    top = symtable.symtable(code, "<kernel>", "exec")
+    function = top.get_children()[0]
+    names = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_referenced()}
+    names |= set(function.get_globals())
+    names |= {name for child in function.get_children() for name in child.get_globals()}
+    return sorted(names - set(dir(builtins)) - {function.get_name()})
+
+
+def live_code(kernels: list[LiveKernel], defined: set[str], sources: Sources) -> str:
+    """The code that defines ``kernels`` in a download, with what they need imported
+    (names in ``defined``, kernels the download defined before, are its own), then
+    hands each to its module, so that the course's launchers call it."""
+    imports: list[str] = []
+    for kernel in kernels:
+        bindings = _module_bindings(kernel.module, sources)
+        for name in _free_names(kernel.code):
+            if name not in defined and name in bindings and bindings[name] not in imports:
+                imports.append(bindings[name])
+        imports.append(f"from ninja_gap.kernels import {kernel.module}")
+        defined.add(kernel.name)
+    lines = list(dict.fromkeys(imports))
+    for kernel in kernels:
+        lines += ["", "", kernel.code]
+    lines += ["", ""]
+    lines.append("# From here on the course's own code runs the definition above: edit it, and the")
+    lines.append("# cells below run your version.")
+    lines += [f"{kernel.module}.{kernel.name} = {kernel.name}" for kernel in kernels]
+    return "\n".join(lines) + "\n"
+
+
 def whole_script(source: str, sources: Sources) -> str:
-    """A gallery script as a reader downloads it: directives in its prose expanded, what
-    the page displays printed, figures saved at the end."""
+    """A gallery script as a reader downloads it: directives in its prose expanded, the
+    kernels it shows defined as code after the prose (handed to their modules, so that
+    an edit changes what runs), what the page displays printed, figures saved at the
+    end."""
     out, block = [], []
     docstring = _DOCSTRING.match(source)
     if docstring:
@@ -132,12 +257,19 @@ def whole_script(source: str, sources: Sources) -> str:
         out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
         source = source[docstring.end() :].removeprefix("\n")
 
+    defined: set[str] = set()
+
     def flush() -> None:
         # A run of comment lines is prose: expand it without the "# " and put it back.
+        # The kernels it shows follow it as code.
         if block:
             text = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in block)
-            expanded = expand_directives(text + "\n", sources, fenced=False)
+            kernels = live_kernels(text + "\n", sources)
+            expanded = expand_directives(text + "\n", sources, fenced=False,
+                                         live={kernel.name for kernel in kernels})  # fmt: skip
             out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
+            if kernels:
+                out.extend(["", live_code(kernels, defined, sources).rstrip("\n"), ""])
             block.clear()
 
     for line in source.split("\n"):
@@ -157,14 +289,24 @@ def whole_script(source: str, sources: Sources) -> str:
 
 def whole_notebook(source: str, sources: Sources) -> str:
     """A gallery notebook as a reader downloads it: directives in its Markdown cells
-    expanded."""
+    expanded, and the kernels they show defined in a code cell after them."""
     notebook = json.loads(source)
+    cells, defined = [], set()
     for cell in notebook["cells"]:
+        cells.append(cell)
         if cell["cell_type"] == "markdown":
-            text = expand_directives("".join(cell["source"]), sources, fenced=True)
+            text = "".join(cell["source"])
+            kernels = live_kernels(text, sources)
+            text = expand_directives(text, sources, fenced=True,
+                                     live={kernel.name for kernel in kernels})  # fmt: skip
             cell["source"] = text.splitlines(keepends=True)
+            if kernels:  # the kernels it shows, as a code cell of their own after it
+                code = live_code(kernels, defined, sources).rstrip("\n")
+                cells.append({"cell_type": "code", "execution_count": None, "metadata": {},
+                              "outputs": [], "source": code.splitlines(keepends=True)})  # fmt: skip
         elif cell["cell_type"] == "code":
             cell["source"] = installed_imports("".join(cell["source"])).splitlines(keepends=True)
+    notebook["cells"] = cells
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
