@@ -9,6 +9,7 @@ the figure and written into the page as text, so that it can be translated.
 """
 
 import math
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -66,7 +67,7 @@ def plain_label(value: float) -> str:
     return number(f"{value:,.0f}" if value >= 1 else f"{value:g}")
 
 
-def label_log_axis(ax: Axes, axis: str, label: object = plain_label) -> None:
+def label_log_axis(ax: Axes, axis: str, label: Callable[[float], str] = plain_label) -> None:
     """Label the major ticks of ``ax``'s logarithmic ``axis`` (``"x"`` or ``"y"``) with
     ``label`` and leave its minor ticks unlabelled."""
     which = ax.xaxis if axis == "x" else ax.yaxis

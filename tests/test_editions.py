@@ -183,6 +183,11 @@ def test_headings_without_russian_finds_an_english_heading() -> None:
     assert headings_without_russian(html) == ["Exercises"]
 
 
+# Headings that are names, the same in both editions.
+HEADINGS_THAT_ARE_NAMES = ("RMSNorm", "FlashAttention", "Gluon",
+                           "Autograd: torch.autograd.Function")  # fmt: skip
+
+
 def test_russian_pages_have_no_english_headings(russian_build: DocsBuild) -> None:
     # The wip27 merge once dropped "Exercises" from four pages' catalogs: their Russian
     # pages showed the English heading, and no other test noticed.
@@ -191,7 +196,8 @@ def test_russian_pages_have_no_english_headings(russian_build: DocsBuild) -> Non
         name = page.relative_to(russian_build.html).as_posix()
         if name.startswith(("_", "genindex", "search")):
             continue
-        english = headings_without_russian(page.read_text(encoding="utf-8"))
+        english = [heading for heading in headings_without_russian(page.read_text("utf-8"))
+                   if heading not in HEADINGS_THAT_ARE_NAMES]  # fmt: skip
         if english:
             found[name] = english
     assert not found, found

@@ -76,7 +76,10 @@ def test_the_solution_passes_quickly(item: Exercise) -> None:
     else:  # right, and not graded: this run cannot time it
         assert (result.passed, result.kind) == (False, "not_timed"), result.message
         assert result.message.startswith("Right on every case.")
-    assert time.perf_counter() - start < SECONDS_PER_CHECK
+    if item.speed_goal is None or not graded_here(item):
+        # The bound is for the interpreter's check; a GPU's timing of a "faster"
+        # exercise (profiler runs, a copy ceiling) is another matter.
+        assert time.perf_counter() - start < SECONDS_PER_CHECK
 
 
 def test_check_prints_its_diagnosis_and_returns_it(capsys: pytest.CaptureFixture[str]) -> None:

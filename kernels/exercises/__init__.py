@@ -18,8 +18,7 @@ import dataclasses
 import importlib
 
 from ..checks import check_bool
-from ..messages import _
-from ..messages import number as local_number
+from ..messages import _, number
 from . import speed
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError
@@ -67,10 +66,10 @@ def validate_lesson(lesson: str, exercises: object, where: str) -> tuple[Exercis
     if not isinstance(exercises, tuple) or not exercises:
         raise ExerciseDefinitionError(f"{where}: EXERCISES must be a non-empty tuple")
     seen: set[str] = set()
-    for number, item in enumerate(exercises, 1):
+    for position, item in enumerate(exercises, 1):
         if not isinstance(item, Exercise):
             raise ExerciseDefinitionError(
-                f"{where}: EXERCISES #{number} is a {type(item).__name__}, not an Exercise"
+                f"{where}: EXERCISES #{position} is a {type(item).__name__}, not an Exercise"
             )
         if item.lesson != lesson:
             raise ExerciseDefinitionError(
@@ -146,7 +145,7 @@ def _graded_by_speed(item: Exercise, submission: object, result: CheckResult) ->
                if share >= goal else
                _("Not yet: right on every case, but at {share} of the course's rate; the "
                  "goal is {goal}."))  # fmt: skip
-    verdict = verdict.format(share=local_number(f"{share:.2f}x"), goal=local_number(f"{goal:.2f}x"))
+    verdict = verdict.format(share=number(f"{share:.2f}x"), goal=number(f"{goal:.2f}x"))
     lines = [speed.report(item, rates), verdict]
     return dataclasses.replace(
         result,

@@ -5,8 +5,8 @@ import torch
 import triton
 
 from ..vector_add import add_kernel, bytes_moved
-from .intro import ADD_SPEED, _call_add, _launcher_cases, _sum_reference
-from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch, LauncherTask
+from .intro import ADD_LAUNCHER, ADD_SPEED
+from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
 
 
 def _ramp(n: int, start: float = 1.0) -> torch.Tensor:
@@ -170,7 +170,8 @@ def add(x, y):
         "in 16-byte vectors, and 16,384 programs start instead of 524,288."
     ),
     entry="add",
-    task=LauncherTask(_launcher_cases(), _call_add, _sum_reference),
+    # The same cases as lesson 1's launcher: a faster launcher must stay right.
+    task=ADD_LAUNCHER.task,
     speed=ADD_SPEED,
     speed_goal=0.8,
     starter_diagnosis="too_slow",
