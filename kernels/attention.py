@@ -153,24 +153,80 @@ def attention_forward_kernel(
         # of it are never read.
         diagonal = block_m * BLOCK_M
         acc, row_sum, row_max = _attend_to_keys(
-            acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, 0, diagonal,
-            HEAD_DIM, BLOCK_M, BLOCK_N, False, True,
-        )  # fmt: skip
+            acc,
+            row_sum,
+            row_max,
+            q,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            0,
+            diagonal,
+            HEAD_DIM,
+            BLOCK_M,
+            BLOCK_N,
+            False,
+            True,
+        )
         acc, row_sum, row_max = _attend_to_keys(
-            acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, diagonal,
-            diagonal + BLOCK_M, HEAD_DIM, BLOCK_M, BLOCK_N, True, EVEN,
-        )  # fmt: skip
+            acc,
+            row_sum,
+            row_max,
+            q,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            diagonal,
+            diagonal + BLOCK_M,
+            HEAD_DIM,
+            BLOCK_M,
+            BLOCK_N,
+            True,
+            EVEN,
+        )
     else:
         whole = seq_len // BLOCK_N * BLOCK_N
         acc, row_sum, row_max = _attend_to_keys(
-            acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, 0, whole,
-            HEAD_DIM, BLOCK_M, BLOCK_N, False, True,
-        )  # fmt: skip
+            acc,
+            row_sum,
+            row_max,
+            q,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            0,
+            whole,
+            HEAD_DIM,
+            BLOCK_M,
+            BLOCK_N,
+            False,
+            True,
+        )
         if not EVEN:
             acc, row_sum, row_max = _attend_to_keys(
-                acc, row_sum, row_max, q, k_ptr, v_ptr, rows, seq_len, qk_scale, whole,
-                seq_len, HEAD_DIM, BLOCK_M, BLOCK_N, False, False,
-            )  # fmt: skip
+                acc,
+                row_sum,
+                row_max,
+                q,
+                k_ptr,
+                v_ptr,
+                rows,
+                seq_len,
+                qk_scale,
+                whole,
+                seq_len,
+                HEAD_DIM,
+                BLOCK_M,
+                BLOCK_N,
+                False,
+                False,
+            )
 
     out = acc / row_sum[:, None]
     # The log-sum-exp of each query's scaled scores (base 2): all the backward pass
@@ -186,7 +242,12 @@ def attention_forward_kernel(
 
 @triton.jit
 def attention_delta_kernel(
-    out_ptr, grad_out_ptr, delta_ptr, seq_len, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr
+    out_ptr,
+    grad_out_ptr,
+    delta_ptr,
+    seq_len,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
 ):
     # delta_i = sum_d out_id * dout_id = sum_j p_ij * dp_ij: the term that the softmax's
     # gradient subtracts from every dp_ij of row i.
@@ -197,7 +258,9 @@ def attention_delta_kernel(
     inside = rows[:, None] < seq_len
     out = tl.load(out_ptr + tile, mask=inside, other=0.0).to(tl.float32)
     grad_out = tl.load(grad_out_ptr + tile, mask=inside, other=0.0).to(tl.float32)
-    tl.store(delta_ptr + head_offset + rows, tl.sum(out * grad_out, 1), mask=rows < seq_len)
+    tl.store(
+        delta_ptr + head_offset + rows, tl.sum(out * grad_out, 1), mask=rows < seq_len
+    )
 
 
 @triton.jit
@@ -246,10 +309,14 @@ def _key_block_gradients(
         scores_t = tile_dot(k, q_t, tl.zeros((k.shape[0], BLOCK_M), dtype=tl.float32))
         p_t = tl.math.exp2(scores_t * qk_scale - lse[None, :])
         if CAUSAL_MASK or not EVEN:
-            p_t = tl.where(_visible(rows[None, :], cols[:, None], seq_len, CAUSAL_MASK), p_t, 0.0)
+            p_t = tl.where(
+                _visible(rows[None, :], cols[:, None], seq_len, CAUSAL_MASK), p_t, 0.0
+            )
         # dV += P^T dO;  dP^T = V dO^T;  dS^T = P^T * (dP^T - delta);  dK += dS^T Q.
         grad_v = tile_dot(p_t.to(grad_out.dtype), grad_out, grad_v)
-        grad_p_t = tile_dot(v, tl.trans(grad_out), tl.zeros((k.shape[0], BLOCK_M), tl.float32))
+        grad_p_t = tile_dot(
+            v, tl.trans(grad_out), tl.zeros((k.shape[0], BLOCK_M), tl.float32)
+        )
         grad_s_t = p_t * (grad_p_t - delta[None, :])
         grad_k = tile_dot(grad_s_t.to(q_t.dtype), tl.trans(q_t), grad_k)
     return grad_k, grad_v
@@ -293,9 +360,24 @@ def attention_backward_kv_kernel(
         # it (mask); those after it see all of it (no mask).
         diagonal = tl.program_id(0) * BLOCK_N
         grad_k, grad_v = _key_block_gradients(
-            grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
-            qk_scale, diagonal, diagonal + BLOCK_N, HEAD_DIM, BLOCK_M, True, EVEN,
-        )  # fmt: skip
+            grad_k,
+            grad_v,
+            k,
+            v,
+            q_ptr,
+            grad_out_ptr,
+            lse_ptr,
+            delta_ptr,
+            cols,
+            seq_len,
+            qk_scale,
+            diagonal,
+            diagonal + BLOCK_N,
+            HEAD_DIM,
+            BLOCK_M,
+            True,
+            EVEN,
+        )
         first = diagonal + BLOCK_N
     else:
         first = 0
@@ -304,14 +386,44 @@ def attention_backward_kv_kernel(
     # none: they only reach rows of dK and dV that are never stored.
     whole = tl.maximum(seq_len // BLOCK_M * BLOCK_M, first)
     grad_k, grad_v = _key_block_gradients(
-        grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
-        qk_scale, first, whole, HEAD_DIM, BLOCK_M, False, True,
-    )  # fmt: skip
+        grad_k,
+        grad_v,
+        k,
+        v,
+        q_ptr,
+        grad_out_ptr,
+        lse_ptr,
+        delta_ptr,
+        cols,
+        seq_len,
+        qk_scale,
+        first,
+        whole,
+        HEAD_DIM,
+        BLOCK_M,
+        False,
+        True,
+    )
     if not EVEN:
         grad_k, grad_v = _key_block_gradients(
-            grad_k, grad_v, k, v, q_ptr, grad_out_ptr, lse_ptr, delta_ptr, cols, seq_len,
-            qk_scale, whole, seq_len, HEAD_DIM, BLOCK_M, False, False,
-        )  # fmt: skip
+            grad_k,
+            grad_v,
+            k,
+            v,
+            q_ptr,
+            grad_out_ptr,
+            lse_ptr,
+            delta_ptr,
+            cols,
+            seq_len,
+            qk_scale,
+            whole,
+            seq_len,
+            HEAD_DIM,
+            BLOCK_M,
+            False,
+            False,
+        )
     # The scores were s = sm_scale * q.k, so dK carries the factor sm_scale.
     grad_k = grad_k * sm_scale
     _store(grad_k_ptr + kv_tile, grad_k, cols[:, None] < seq_len, EVEN)
@@ -347,9 +459,13 @@ def _query_block_gradient(
         scores = tile_dot(q, k_t, tl.zeros((q.shape[0], BLOCK_N), dtype=tl.float32))
         p = tl.math.exp2(scores * qk_scale - lse[:, None])
         if CAUSAL_MASK or not EVEN:
-            p = tl.where(_visible(rows[:, None], cols[None, :], seq_len, CAUSAL_MASK), p, 0.0)
+            p = tl.where(
+                _visible(rows[:, None], cols[None, :], seq_len, CAUSAL_MASK), p, 0.0
+            )
         # dP = dO V^T;  dS = P * (dP - delta);  dQ += dS K.
-        grad_p = tile_dot(grad_out, v_t, tl.zeros((q.shape[0], BLOCK_N), dtype=tl.float32))
+        grad_p = tile_dot(
+            grad_out, v_t, tl.zeros((q.shape[0], BLOCK_N), dtype=tl.float32)
+        )
         grad_s = p * (grad_p - delta[:, None])
         grad_q = tile_dot(grad_s.to(k_t.dtype), tl.trans(k_t), grad_q)
     return grad_q
@@ -390,25 +506,81 @@ def attention_backward_q_kernel(
     if CAUSAL:
         diagonal = block_m * BLOCK_M
         grad_q = _query_block_gradient(
-            grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-            0, diagonal, HEAD_DIM, BLOCK_N, False, True,
-        )  # fmt: skip
+            grad_q,
+            q,
+            grad_out,
+            lse,
+            delta,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            0,
+            diagonal,
+            HEAD_DIM,
+            BLOCK_N,
+            False,
+            True,
+        )
         grad_q = _query_block_gradient(
-            grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-            diagonal, diagonal + BLOCK_M, HEAD_DIM, BLOCK_N, True, EVEN,
-        )  # fmt: skip
+            grad_q,
+            q,
+            grad_out,
+            lse,
+            delta,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            diagonal,
+            diagonal + BLOCK_M,
+            HEAD_DIM,
+            BLOCK_N,
+            True,
+            EVEN,
+        )
     else:
         # Whole key blocks with no mask, then the last, partial one with its mask.
         whole = seq_len // BLOCK_N * BLOCK_N
         grad_q = _query_block_gradient(
-            grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-            0, whole, HEAD_DIM, BLOCK_N, False, True,
-        )  # fmt: skip
+            grad_q,
+            q,
+            grad_out,
+            lse,
+            delta,
+            k_ptr,
+            v_ptr,
+            rows,
+            seq_len,
+            qk_scale,
+            0,
+            whole,
+            HEAD_DIM,
+            BLOCK_N,
+            False,
+            True,
+        )
         if not EVEN:
             grad_q = _query_block_gradient(
-                grad_q, q, grad_out, lse, delta, k_ptr, v_ptr, rows, seq_len, qk_scale,
-                whole, seq_len, HEAD_DIM, BLOCK_N, False, False,
-            )  # fmt: skip
+                grad_q,
+                q,
+                grad_out,
+                lse,
+                delta,
+                k_ptr,
+                v_ptr,
+                rows,
+                seq_len,
+                qk_scale,
+                whole,
+                seq_len,
+                HEAD_DIM,
+                BLOCK_N,
+                False,
+                False,
+            )
     _store(grad_q_ptr + q_tile, grad_q * sm_scale, rows[:, None] < seq_len, EVEN)
 
 
@@ -469,7 +641,11 @@ def forward_launch(
     of shape (batch, heads, seq_len, head_dim), worked out once per shape."""
     tiles = tiles_for("forward", head_dim)
     grid = (cdiv(seq_len, tiles.block_m), batch * heads)
-    return grid, {"HEAD_DIM": head_dim, "CAUSAL": causal, **_launch_args(seq_len, tiles)}
+    return grid, {
+        "HEAD_DIM": head_dim,
+        "CAUSAL": causal,
+        **_launch_args(seq_len, tiles),
+    }
 
 
 def _forward(
@@ -490,16 +666,34 @@ def _forward(
         else None
     )
     grid, options = forward_launch(*q.shape, causal)
-    launch(attention_forward_kernel, grid, q, k, v, out, lse, seq_len, sm_scale * LOG2_E, **options)
+    launch(
+        attention_forward_kernel,
+        grid,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        seq_len,
+        sm_scale * LOG2_E,
+        **options,
+    )
     return out, lse
 
 
 def _backward(
-    saved: tuple[torch.Tensor, ...], grad_out: torch.Tensor, causal: bool, sm_scale: float
+    saved: tuple[torch.Tensor, ...],
+    grad_out: torch.Tensor,
+    causal: bool,
+    sm_scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     q, k, v, out, lse = saved
     batch, heads, seq_len, head_dim = q.shape
-    grad_q, grad_k, grad_v = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    grad_q, grad_k, grad_v = (
+        torch.empty_like(q),
+        torch.empty_like(k),
+        torch.empty_like(v),
+    )
     delta = torch.empty_like(lse)
     delta_block = 64
     launch(
@@ -514,15 +708,40 @@ def _backward(
     )
     scales = (sm_scale * LOG2_E, sm_scale)
     tiles = tiles_for("backward_kv", head_dim)
-    launch(attention_backward_kv_kernel, (cdiv(seq_len, tiles.block_n), batch * heads),
-        q, k, v, grad_out, lse, delta, grad_k, grad_v, seq_len, *scales,
-        HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
-    )  # fmt: skip
+    launch(
+        attention_backward_kv_kernel,
+        (cdiv(seq_len, tiles.block_n), batch * heads),
+        q,
+        k,
+        v,
+        grad_out,
+        lse,
+        delta,
+        grad_k,
+        grad_v,
+        seq_len,
+        *scales,
+        HEAD_DIM=head_dim,
+        CAUSAL=causal,
+        **_launch_args(seq_len, tiles),
+    )
     tiles = tiles_for("backward_q", head_dim)
-    launch(attention_backward_q_kernel, (cdiv(seq_len, tiles.block_m), batch * heads),
-        q, k, v, grad_out, lse, delta, grad_q, seq_len, *scales,
-        HEAD_DIM=head_dim, CAUSAL=causal, **_launch_args(seq_len, tiles),
-    )  # fmt: skip
+    launch(
+        attention_backward_q_kernel,
+        (cdiv(seq_len, tiles.block_m), batch * heads),
+        q,
+        k,
+        v,
+        grad_out,
+        lse,
+        delta,
+        grad_q,
+        seq_len,
+        *scales,
+        HEAD_DIM=head_dim,
+        CAUSAL=causal,
+        **_launch_args(seq_len, tiles),
+    )
     return grad_q, grad_k, grad_v
 
 
@@ -579,7 +798,9 @@ def attention(
     check_attention_inputs(q, k, v)
     causal = check_bool("causal", causal)
     sm_scale = (
-        1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else check_real("sm_scale", sm_scale)
+        1.0 / math.sqrt(q.shape[-1])
+        if sm_scale is None
+        else check_real("sm_scale", sm_scale)
     )
     if not math.isfinite(sm_scale):
         raise ValueError(f"sm_scale must be a finite number, got {sm_scale!r}")
@@ -592,7 +813,9 @@ def attention(
     return _forward(q, k, v, causal, sm_scale, keep_lse=False)[0]
 
 
-def attention_probabilities(q: torch.Tensor, k: torch.Tensor, causal: bool = False) -> torch.Tensor:
+def attention_probabilities(
+    q: torch.Tensor, k: torch.Tensor, causal: bool = False
+) -> torch.Tensor:
     """``softmax(q k^T / sqrt(head_dim))``, future keys masked out if ``causal``."""
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
     if causal:
@@ -605,7 +828,8 @@ def attention_probabilities(q: torch.Tensor, k: torch.Tensor, causal: bool = Fal
 def naive_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False
 ) -> torch.Tensor:
-    """The formula in PyTorch: the (seq_len x seq_len) probabilities of every head in memory."""
+    """The formula in PyTorch: the (seq_len x seq_len) probabilities of every head in
+    memory."""
     return attention_probabilities(q, k, causal) @ v
 
 
@@ -652,10 +876,15 @@ def make_qkv(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random Q, K, V of the benchmark's shape (smaller in the interpreter)."""
     batch, heads = (
-        (BATCH, HEADS) if device.type == "cuda" else (INTERPRETER_BATCH, INTERPRETER_HEADS)
+        (BATCH, HEADS)
+        if device.type == "cuda"
+        else (INTERPRETER_BATCH, INTERPRETER_HEADS)
     )
     shape = (batch, heads, seq_len, HEAD_DIM)
-    return tuple(torch.randn(shape, dtype=dtype, device=device, generator=generator) for _ in "qkv")
+    return tuple(
+        torch.randn(shape, dtype=dtype, device=device, generator=generator)
+        for _ in "qkv"
+    )
 
 
 def make_qkv_and_grad(
@@ -663,7 +892,12 @@ def make_qkv_and_grad(
 ) -> tuple[torch.Tensor, ...]:
     """Q, K, V and a random gradient of the output, for the backward benchmarks."""
     q, k, v = make_qkv(seq_len, dtype, device, generator)
-    return q, k, v, torch.randn(q.shape, dtype=dtype, device=device, generator=generator)
+    return (
+        q,
+        k,
+        v,
+        torch.randn(q.shape, dtype=dtype, device=device, generator=generator),
+    )
 
 
 def forward_flops(seq_len: int, causal: bool) -> float:
@@ -681,7 +915,9 @@ def _sdpa(backend_name: str, causal: bool):
     def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         try:
             with sdpa_kernel(backend):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal
+                )
         except RuntimeError as error:
             # SDPA's message when the backend cannot run these inputs on this machine.
             if "No available kernel" in str(error):
@@ -734,11 +970,18 @@ def _spec(name: str, causal: bool, backward: bool) -> BenchmarkSpec:
         baselines=sdpa_baselines(causal),
         peak_memory_step=peak_memory_step if memory else None,
         memory_only=memory,
-        details={"batch": BATCH, "heads": HEADS, "head_dim": HEAD_DIM, "causal": causal},
+        details={
+            "batch": BATCH,
+            "heads": HEADS,
+            "head_dim": HEAD_DIM,
+            "causal": causal,
+        },
     )
 
 
 BENCHMARK = _spec("flash_attention", causal=False, backward=False)
 CAUSAL_BENCHMARK = _spec("flash_attention_causal", causal=True, backward=False)
 BACKWARD_BENCHMARK = _spec("flash_attention_backward", causal=False, backward=True)
-CAUSAL_BACKWARD_BENCHMARK = _spec("flash_attention_causal_backward", causal=True, backward=True)
+CAUSAL_BACKWARD_BENCHMARK = _spec(
+    "flash_attention_causal_backward", causal=True, backward=True
+)

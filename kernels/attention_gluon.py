@@ -79,15 +79,28 @@ CONSUMER_REGS, LOADER_REGS = 240, 24
 
 
 @gluon.jit
-def _softmax_step(s, m_prev, l_prev, qk_scale, rows, start_n, seq_len, mask_from, causal,
-                  BLOCK_N: gl.constexpr, col_layout: gl.constexpr):  # fmt: skip
+def _softmax_step(
+    s,
+    m_prev,
+    l_prev,
+    qk_scale,
+    rows,
+    start_n,
+    seq_len,
+    mask_from,
+    causal,
+    BLOCK_N: gl.constexpr,
+    col_layout: gl.constexpr,
+):
     # One online-softmax step over a block of scores (kernels.attention's). Key blocks
     # from mask_from on need a mask: the last, partial one, or those on the diagonal.
     # causal is a run-time 0 or 1: a constexpr argument does not reach a warp_specialize
     # worker as a constant.
     cols = start_n + gl.arange(0, BLOCK_N, layout=col_layout)
     if start_n + BLOCK_N > mask_from:
-        keep = (cols[None, :] < seq_len) & ((rows[:, None] >= cols[None, :]) | (causal == 0))
+        keep = (cols[None, :] < seq_len) & (
+            (rows[:, None] >= cols[None, :]) | (causal == 0)
+        )
         s = gl.where(keep, s * qk_scale, -float("inf"))
         m_new = gl.maximum(m_prev, gl.max(s, axis=1))
         p = gl.exp2(s - m_new[:, None])
@@ -134,9 +147,24 @@ def _tile(query_block, seq_len, causal, BLOCK_M: gl.constexpr, BLOCK_N: gl.const
 
 
 @gluon.jit
-def _load_tiles(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
-                k_empty, v_ready, v_empty, seq_len, n_query_blocks, n_units,
-                causal):  # fmt: skip
+def _load_tiles(
+    q_desc,
+    k_desc,
+    v_desc,
+    q_smem,
+    k_smem,
+    v_smem,
+    q_ready,
+    q_empty,
+    k_ready,
+    k_empty,
+    v_ready,
+    v_empty,
+    seq_len,
+    n_query_blocks,
+    n_units,
+    causal,
+):
     # The loader warp, tile after tile: both halves of the query block once each
     # warpgroup has released its last one, then every key block's K and V into the
     # ring, each into a slot that both warpgroups have released. It runs ahead into
@@ -153,28 +181,63 @@ def _load_tiles(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty
         head, first, second, n_members = _unit(unit, n_query_blocks, causal)
         for member in range(n_members):
             query_block = gl.where(member == 0, first, second)
-            off_m, n_blocks, _ = _tile(query_block, seq_len, causal, 2 * HALF_M, BLOCK_N)
+            off_m, n_blocks, _ = _tile(
+                query_block, seq_len, causal, 2 * HALF_M, BLOCK_N
+            )
             for i in gl.static_range(2):
                 mbarrier.wait(q_empty.index(i), tiles_done & 1)
                 mbarrier.expect(q_ready.index(i), q_bytes)
-                tma_load(q_desc, [head, off_m + i * HALF_M, 0], q_ready.index(i), q_smem.index(i))
+                tma_load(
+                    q_desc,
+                    [head, off_m + i * HALF_M, 0],
+                    q_ready.index(i),
+                    q_smem.index(i),
+                )
             for j in range(n_blocks):
                 slot = loaded % STAGES
                 phase = (loaded // STAGES) & 1
                 mbarrier.wait(k_empty.index(slot), phase)
                 mbarrier.expect(k_ready.index(slot), tile_bytes)
-                tma_load(k_desc, [head, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+                tma_load(
+                    k_desc,
+                    [head, j * BLOCK_N, 0],
+                    k_ready.index(slot),
+                    k_smem.index(slot),
+                )
                 mbarrier.wait(v_empty.index(slot), phase)
                 mbarrier.expect(v_ready.index(slot), tile_bytes)
-                tma_load(v_desc, [head, j * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+                tma_load(
+                    v_desc,
+                    [head, j * BLOCK_N, 0],
+                    v_ready.index(slot),
+                    v_smem.index(slot),
+                )
                 loaded += 1
             tiles_done += 1
 
 
 @gluon.jit
-def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
-            ME: gl.constexpr):  # fmt: skip
+def _attend(
+    o_desc,
+    lse_ptr,
+    q_smem,
+    o_smem,
+    k_smem,
+    v_smem,
+    q_ready,
+    q_empty,
+    k_ready,
+    k_empty,
+    v_ready,
+    v_empty,
+    turns,
+    seq_len,
+    qk_scale,
+    n_query_blocks,
+    n_units,
+    causal,
+    ME: gl.constexpr,
+):
     # One warpgroup's 64 query rows (ME: 0 or 1) of each of its program's tiles against
     # every key block, then those rows of the output and their log-sum-exp.
     HALF_M: gl.constexpr = q_smem.shape[2]
@@ -190,7 +253,9 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16]
     )
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    p_layout: gl.constexpr = gl.DotOperandLayout(
+        operand_index=0, parent=o_layout, k_width=2
+    )
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     col_layout: gl.constexpr = gl.SliceLayout(0, s_layout)
     o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
@@ -207,8 +272,9 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
         head, first, second, n_members = _unit(unit, n_query_blocks, causal)
         for member in range(n_members):
             query_block = gl.where(member == 0, first, second)
-            off_m, n_blocks, mask_from = _tile(query_block, seq_len, causal, 2 * HALF_M,
-                                               BLOCK_N)  # fmt: skip
+            off_m, n_blocks, mask_from = _tile(
+                query_block, seq_len, causal, 2 * HALF_M, BLOCK_N
+            )
             rows = off_m + ME * HALF_M + gl.arange(0, HALF_M, layout=row_layout)
             m_i = gl.full([HALF_M], -float("inf"), gl.float32, layout=row_layout)
             l_i = gl.full([HALF_M], 0.0, gl.float32, layout=row_layout)
@@ -226,7 +292,17 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
             s = warpgroup_mma_wait(0, deps=(s,))
             mbarrier.arrive(k_empty.index(slot), count=1)
             p, m_i, l_i, alpha = _softmax_step(
-                s, m_i, l_i, qk_scale, rows, 0, seq_len, mask_from, causal, BLOCK_N, col_layout
+                s,
+                m_i,
+                l_i,
+                qk_scale,
+                rows,
+                0,
+                seq_len,
+                mask_from,
+                causal,
+                BLOCK_N,
+                col_layout,
             )
             p = gl.convert_layout(p.to(dtype), p_layout)
             for j in range(1, n_blocks):
@@ -246,9 +322,18 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
                 s = warpgroup_mma_wait(1, deps=(s,))
                 mbarrier.arrive(k_empty.index(k_slot), count=1)
                 p_next, m_i, l_i, alpha = _softmax_step(
-                    s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, mask_from, causal, BLOCK_N,
+                    s,
+                    m_i,
+                    l_i,
+                    qk_scale,
+                    rows,
+                    j * BLOCK_N,
+                    seq_len,
+                    mask_from,
+                    causal,
+                    BLOCK_N,
                     col_layout,
-                )  # fmt: skip
+                )
                 # P's registers are read by the running product until it is done.
                 acc, p = warpgroup_mma_wait(0, deps=(acc, p))
                 mbarrier.arrive(v_empty.index(v_slot), count=1)
@@ -260,16 +345,22 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
             acc = warpgroup_mma(p, v, acc, is_async=True)
             acc = warpgroup_mma_wait(0, deps=(acc,))
             mbarrier.arrive(v_empty.index(v_slot), count=1)
-            # Every product with these queries is done: the loader may bring the next ones.
+            # Every product with these queries is done: the loader may bring the next
+            # ones.
             mbarrier.arrive(q_empty.index(ME), count=1)
             used += n_blocks
 
             out = acc / gl.convert_layout(l_i, o_row_layout)[:, None]
             if lse_ptr is not None:
                 lse = m_i + gl.log2(l_i)
-                gl.store(lse_ptr + head.to(gl.int64) * seq_len + rows, lse, mask=rows < seq_len)
-            # TMA writes the output from shared memory, clipped at the end of the sequence;
-            # the last tile's copy must have left the buffer before it is refilled.
+                gl.store(
+                    lse_ptr + head.to(gl.int64) * seq_len + rows,
+                    lse,
+                    mask=rows < seq_len,
+                )
+            # TMA writes the output from shared memory, clipped at the end of the
+            # sequence; the last tile's copy must have left the buffer before it is
+            # refilled.
             tma.store_wait(0)
             my_out.reshape([HALF_M, HEAD_DIM]).store(out.to(dtype))
             fence_async_shared()
@@ -279,30 +370,111 @@ def _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k
 
 
 @gluon.jit
-def _attend_first(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
-                  k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
-                  n_units, causal):  # fmt: skip
-    _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
-            0)  # fmt: skip
+def _attend_first(
+    o_desc,
+    lse_ptr,
+    q_smem,
+    o_smem,
+    k_smem,
+    v_smem,
+    q_ready,
+    q_empty,
+    k_ready,
+    k_empty,
+    v_ready,
+    v_empty,
+    turns,
+    seq_len,
+    qk_scale,
+    n_query_blocks,
+    n_units,
+    causal,
+):
+    _attend(
+        o_desc,
+        lse_ptr,
+        q_smem,
+        o_smem,
+        k_smem,
+        v_smem,
+        q_ready,
+        q_empty,
+        k_ready,
+        k_empty,
+        v_ready,
+        v_empty,
+        turns,
+        seq_len,
+        qk_scale,
+        n_query_blocks,
+        n_units,
+        causal,
+        0,
+    )
 
 
 @gluon.jit
-def _attend_second(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
-                   k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
-                   n_units, causal):  # fmt: skip
-    _attend(o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-            v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks, n_units, causal,
-            1)  # fmt: skip
+def _attend_second(
+    o_desc,
+    lse_ptr,
+    q_smem,
+    o_smem,
+    k_smem,
+    v_smem,
+    q_ready,
+    q_empty,
+    k_ready,
+    k_empty,
+    v_ready,
+    v_empty,
+    turns,
+    seq_len,
+    qk_scale,
+    n_query_blocks,
+    n_units,
+    causal,
+):
+    _attend(
+        o_desc,
+        lse_ptr,
+        q_smem,
+        o_smem,
+        k_smem,
+        v_smem,
+        q_ready,
+        q_empty,
+        k_ready,
+        k_empty,
+        v_ready,
+        v_empty,
+        turns,
+        seq_len,
+        qk_scale,
+        n_query_blocks,
+        n_units,
+        causal,
+        1,
+    )
 
 
 @gluon.jit
 def attention_forward_gluon_kernel(
-    q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len, qk_scale, n_units,
-    HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-    STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+    q_desc,
+    k_desc,
+    v_desc,
+    o_desc,
+    lse_ptr,
+    seq_len,
+    qk_scale,
+    n_units,
+    HEAD_DIM: gl.constexpr,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+    STAGES: gl.constexpr,
+    CAUSAL: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
     LOADER_REGS: gl.constexpr,
-):  # fmt: skip
+):
     # Persistent: a program per SM (at most), each taking the work units (see _unit)
     # numbered as the program, + the grid size, ... (n_units: work_units()). The
     # descriptors see Q, K, V and the output as (batch x heads, seq_len, head_dim): a
@@ -315,8 +487,12 @@ def attention_forward_gluon_kernel(
     barrier_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_smem = gl.allocate_shared_memory(dtype, [2, 1, HALF_M, HEAD_DIM], q_desc.layout)
     o_smem = gl.allocate_shared_memory(dtype, [2, 1, HALF_M, HEAD_DIM], o_desc.layout)
-    k_smem = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
+    k_smem = gl.allocate_shared_memory(
+        dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], k_desc.layout
+    )
+    v_smem = gl.allocate_shared_memory(
+        dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], v_desc.layout
+    )
     q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
     q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], barrier_layout)
@@ -344,14 +520,50 @@ def attention_forward_gluon_kernel(
     # causal goes to the partitions as a run-time 0 or 1: a constexpr argument does not
     # reach a warp_specialize worker as a constant.
     causal = 1 if CAUSAL else 0
-    attend_args = (o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
-                   k_empty, v_ready, v_empty, turns, seq_len, qk_scale, n_query_blocks,
-                   n_units, causal)  # fmt: skip
-    load_args = (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready,
-                 k_empty, v_ready, v_empty, seq_len, n_query_blocks, n_units,
-                 causal)  # fmt: skip
+    attend_args = (
+        o_desc,
+        lse_ptr,
+        q_smem,
+        o_smem,
+        k_smem,
+        v_smem,
+        q_ready,
+        q_empty,
+        k_ready,
+        k_empty,
+        v_ready,
+        v_empty,
+        turns,
+        seq_len,
+        qk_scale,
+        n_query_blocks,
+        n_units,
+        causal,
+    )
+    load_args = (
+        q_desc,
+        k_desc,
+        v_desc,
+        q_smem,
+        k_smem,
+        v_smem,
+        q_ready,
+        q_empty,
+        k_ready,
+        k_empty,
+        v_ready,
+        v_empty,
+        seq_len,
+        n_query_blocks,
+        n_units,
+        causal,
+    )
     gl.warp_specialize(
-        [(_attend_first, attend_args), (_attend_second, attend_args), (_load_tiles, load_args)],
+        [
+            (_attend_first, attend_args),
+            (_attend_second, attend_args),
+            (_load_tiles, load_args),
+        ],
         [4, 1],
         [CONSUMER_REGS, LOADER_REGS],
     )
@@ -393,7 +605,9 @@ def _descriptor(tensor: torch.Tensor, rows: int) -> object:
     element = gl.bfloat16 if tensor.dtype == torch.bfloat16 else gl.float16
     block = [1, rows, head_dim]
     layout = gl.NVMMASharedLayout.get_default_for(block, element)
-    return TensorDescriptor(by_head, list(by_head.shape), list(by_head.stride()), block, layout)
+    return TensorDescriptor(
+        by_head, list(by_head.shape), list(by_head.stride()), block, layout
+    )
 
 
 def gluon_attention(
@@ -418,9 +632,15 @@ def gluon_attention(
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         check_no_grad(name, tensor, "the Gluon kernel has a forward pass only")
         if tensor.data_ptr() % 16:
-            raise ValueError(f"{name} does not start at a 16-byte boundary, as TMA needs")
+            raise ValueError(
+                f"{name} does not start at a 16-byte boundary, as TMA needs"
+            )
     causal = check_bool("causal", causal)
-    sm_scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else check_real("sm_scale", sm_scale)
+    sm_scale = (
+        1.0 / math.sqrt(head_dim)
+        if sm_scale is None
+        else check_real("sm_scale", sm_scale)
+    )
     if not math.isfinite(sm_scale):
         raise ValueError(f"sm_scale must be a finite number, got {sm_scale!r}")
     why = gluon_unavailable()
@@ -434,11 +654,23 @@ def gluon_attention(
     units = work_units(seq_len, batch * heads, causal)
     grid = (min(units, _multiprocessors(q.device)),)
     attention_forward_gluon_kernel[grid](
-        _descriptor(q, half), _descriptor(k, BLOCK_N), _descriptor(v, BLOCK_N),
-        _descriptor(out, half), None, seq_len, sm_scale * LOG2_E, units,
-        HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES, CAUSAL=causal,
-        CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
-    )  # fmt: skip
+        _descriptor(q, half),
+        _descriptor(k, BLOCK_N),
+        _descriptor(v, BLOCK_N),
+        _descriptor(out, half),
+        None,
+        seq_len,
+        sm_scale * LOG2_E,
+        units,
+        HEAD_DIM=head_dim,
+        BLOCK_M=BLOCK_M,
+        BLOCK_N=BLOCK_N,
+        STAGES=STAGES,
+        CAUSAL=causal,
+        CONSUMER_REGS=CONSUMER_REGS,
+        LOADER_REGS=LOADER_REGS,
+        num_warps=4,
+    )
     return out
 
 
@@ -479,7 +711,12 @@ def _spec(name: str, causal: bool) -> BenchmarkSpec:
         work=flops,
         reference=reference,
         baselines={"Gluon": gluon, "SDPA cuDNN": sdpa_baselines(causal)["SDPA cuDNN"]},
-        details={"batch": BATCH, "heads": HEADS, "head_dim": HEAD_DIM, "causal": causal},
+        details={
+            "batch": BATCH,
+            "heads": HEADS,
+            "head_dim": HEAD_DIM,
+            "causal": causal,
+        },
     )
 
 

@@ -94,13 +94,19 @@ class CheckResult:
     tolerance: float
 
     def __str__(self) -> str:
-        line = _("{provider} {benchmark}, {x_name} = {size}, {dtype}: relative error {error} "
-                 "<= {tolerance}: OK")  # fmt: skip
+        line = _(
+            "{provider} {benchmark}, {x_name} = {size}, {dtype}: relative error {error} "
+            "<= {tolerance}: OK"
+        )
         return line.format(
-            provider=self.provider, benchmark=self.benchmark, x_name=self.x_name,
-            size=number(f"{self.size:,}"), dtype=str(self.dtype).removeprefix("torch."),
-            error=number(f"{self.relative_error:.1e}"), tolerance=number(f"{self.tolerance:.0e}"),
-        )  # fmt: skip
+            provider=self.provider,
+            benchmark=self.benchmark,
+            x_name=self.x_name,
+            size=number(f"{self.size:,}"),
+            dtype=str(self.dtype).removeprefix("torch."),
+            error=number(f"{self.relative_error:.1e}"),
+            tolerance=number(f"{self.tolerance:.0e}"),
+        )
 
 
 def relative_error(out: Output, reference: Output) -> float:
@@ -140,7 +146,11 @@ def tolerance(out: Output, reference: Output, dtype: torch.dtype) -> float:
 
 def _float64_copy(tensor: torch.Tensor) -> torch.Tensor:
     # A copy even where the tensor is float64 already, or not a float tensor.
-    return tensor.to(torch.float64, copy=True) if tensor.is_floating_point() else tensor.clone()
+    return (
+        tensor.to(torch.float64, copy=True)
+        if tensor.is_floating_point()
+        else tensor.clone()
+    )
 
 
 def _forward_for_backward(
@@ -149,7 +159,10 @@ def _forward_for_backward(
     """Run ``fn`` on the inputs of a backward benchmark, the ``grad_inputs`` made leaves
     that require gradients; return the output, its gradient (the last input) and the leaves."""
     *args, grad_output = inputs
-    args = [t.detach().requires_grad_() if i in spec.grad_inputs else t for i, t in enumerate(args)]
+    args = [
+        t.detach().requires_grad_() if i in spec.grad_inputs else t
+        for i, t in enumerate(args)
+    ]
     return fn(*args), grad_output, [args[i] for i in spec.grad_inputs]
 
 
@@ -201,7 +214,9 @@ def check(
     # another wrote. So the call judged is the next one, into poisoned memory. The
     # first runs on copies: a provider may write into its inputs.
     first = evaluate(spec, provider, [t.clone() for t in inputs])
-    outputs = [(t.shape, t.device) for t in (first if isinstance(first, tuple) else (first,))]
+    outputs = [
+        (t.shape, t.device) for t in (first if isinstance(first, tuple) else (first,))
+    ]
     del first  # its blocks, freed, are among those poisoned next
     _poison_free_memory(outputs)
     out = evaluate(spec, provider, inputs)
@@ -215,10 +230,14 @@ def check(
             error,
             allowed,
         )
-    return CheckResult(spec.name, provider_name, spec.x_name, size, dtype, error, allowed)
+    return CheckResult(
+        spec.name, provider_name, spec.x_name, size, dtype, error, allowed
+    )
 
 
-def _compiled_for_one_shape(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+def _compiled_for_one_shape(
+    fn: Callable[..., torch.Tensor],
+) -> Callable[..., torch.Tensor]:
     # A fresh static compile per size: dynamo's recompile limit would otherwise send
     # later sizes back to eager without a word, or a dynamic-shape kernel would be timed.
     torch._dynamo.reset()
@@ -274,7 +293,9 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
 def code_of(spec: BenchmarkSpec) -> Code:
     """The fingerprint of the code that ``spec`` runs now, with its files and the commit."""
     files = fingerprint.code_digests(spec.module)
-    return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
+    return Code(
+        fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files
+    )
 
 
 class _Unavailable:
@@ -319,14 +340,18 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     Triton must run, and be right, everywhere.
     """
     if interpreted():
-        raise RuntimeError(f"{spec.name}: timing needs a CUDA GPU; none is available here")
+        raise RuntimeError(
+            f"{spec.name}: timing needs a CUDA GPU; none is available here"
+        )
     started = time.perf_counter()
     device = kernel_device()
     names = spec.series_names
     series: dict[str, list[float | None]] = {name: [] for name in names}
     call_series: dict[str, list[float | None]] = {name: [] for name in names}
     unavailable = _Unavailable(spec.x_name)
-    peak_memory: dict[str, list[float | None]] = {n: [] for n in (*names, *spec.memory_only)}
+    peak_memory: dict[str, list[float | None]] = {
+        n: [] for n in (*names, *spec.memory_only)
+    }
     # For a GB/s benchmark, a copy that moves as many bytes as one call, timed alike: the
     # rate a perfect kernel of that size could expect, cache effects included.
     same_size_copy: list[float] = []
@@ -388,7 +413,9 @@ def measure(spec: BenchmarkSpec) -> Measurement:
             + f" {spec.metric} (kernel time)",
             flush=True,
         )
-    ceiling = timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
+    ceiling = (
+        timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
+    )
     return Measurement(
         **_what_is_measured(spec),
         series={name: tuple(values) for name, values in series.items()},
@@ -457,7 +484,9 @@ def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
     return _changed_files(measurement.code, code_of(spec))
 
 
-def _refuse_if_stale(name: str, recorded: Code, current: Code, gpu: str | None = None) -> None:
+def _refuse_if_stale(
+    name: str, recorded: Code, current: Code, gpu: str | None = None
+) -> None:
     changed = _changed_files(recorded, current)
     if changed:
         raise StaleMeasurementError(
@@ -525,8 +554,11 @@ def _refuse_if_unlike_spec(
         raise MeasurementError(
             f"{path}: 'pass' is {record.details['pass']!r}; the spec times the {wanted_pass} pass"
         )
-    missing = [size for size, rate in zip(record.x, record.series["Triton"], strict=True)
-               if rate is None]  # fmt: skip
+    missing = [
+        size
+        for size, rate in zip(record.x, record.series["Triton"], strict=True)
+        if rate is None
+    ]
     if missing:
         raise MeasurementError(
             f"{path}: Triton has no rate at {spec.x_name}={missing}; Triton must run everywhere"
@@ -587,7 +619,9 @@ def save_and_keep_primary(record: Record, primary: Callable[[], Record]) -> Reco
     benchmark, which the prose and verdicts use."""
     path = measurements.save(record)
     where = f"{path.parent.name}/{path.name}"
-    print(_("Recorded {file} on {gpu}.").format(file=where, gpu=record.environment["gpu"]))
+    print(
+        _("Recorded {file} on {gpu}.").format(file=where, gpu=record.environment["gpu"])
+    )
     return record if path.parent.name == measurements.PRIMARY_GPU else primary()
 
 
@@ -598,14 +632,19 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     (the page shows the other GPUs' records beside it)."""
     if measuring():
         return save_and_keep_primary(measure(spec), lambda: recorded(spec))
-    print(_("Not measuring here: checking {benchmark} on {device}.").format(
-        benchmark=spec.name, device=translated(describe_device())))  # fmt: skip
+    print(
+        _("Not measuring here: checking {benchmark} on {device}.").format(
+            benchmark=spec.name, device=translated(describe_device())
+        )
+    )
     for size in spec.interpreter_sizes:
         print(check(spec, size))
     return recorded(spec)
 
 
-def _refusal(name: str, specs: Mapping[str, BenchmarkSpec], gpu: str | None = None) -> str | None:
+def _refusal(
+    name: str, specs: Mapping[str, BenchmarkSpec], gpu: str | None = None
+) -> str | None:
     # Why a normal build would refuse record ``name`` of ``gpu`` (missing, malformed,
     # stale), or None when it would draw it.
     try:
@@ -645,7 +684,9 @@ def _launch_record() -> Any:
 
 def discover() -> dict[str, BenchmarkSpec]:
     """Every :class:`BenchmarkSpec` defined at the top level of a :mod:`kernels` module."""
-    package = importlib.import_module(__package__)  # kernels, or ninja_gap.kernels installed
+    package = importlib.import_module(
+        __package__
+    )  # kernels, or ninja_gap.kernels installed
     found: dict[str, BenchmarkSpec] = {}
     for module_info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{__package__}.{module_info.name}")
@@ -657,7 +698,9 @@ def discover() -> dict[str, BenchmarkSpec]:
     return dict(sorted(found.items()))
 
 
-def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) -> list[str]:
+def stale_report(
+    specs: dict[str, BenchmarkSpec], launch_overhead: bool = True
+) -> list[str]:
     """One line per record that the build would refuse, on every GPU that has records:
     malformed, stale, in the wrong GPU's folder, left over from a benchmark that no longer
     exists, or missing from the primary GPU (another GPU need not have every record; the
@@ -666,9 +709,9 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
     known = {*discover(), LAUNCH_OVERHEAD}
     root = measurements.MEASUREMENTS_ROOT
     problems = [
-        f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/" for path in
-        sorted(root.glob("*.json"))
-    ]  # fmt: skip
+        f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/"
+        for path in sorted(root.glob("*.json"))
+    ]
     for gpu in measurements.known_gpus():
         here = set(measurements.recorded_benchmarks(gpu))
         for name in names:
@@ -677,7 +720,9 @@ def stale_report(specs: dict[str, BenchmarkSpec], launch_overhead: bool = True) 
             ) is not None:
                 problems.append(problem)
         for name in sorted(here - known):
-            problems.append(f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}")
+            problems.append(
+                f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}"
+            )
     return problems + _commits_not_in_history()
 
 
@@ -689,7 +734,9 @@ def _commits_not_in_history() -> list[str]:
         for name in measurements.recorded_benchmarks(gpu):
             path = measurements.path_for(name, gpu)
             try:
-                paths_of.setdefault(measurements.read(path).code.commit, []).append(path)
+                paths_of.setdefault(measurements.read(path).code.commit, []).append(
+                    path
+                )
             except MeasurementError:
                 continue  # reported with the other refusals
     missing = fingerprint.commits_not_in_history(paths_of)
@@ -705,9 +752,12 @@ def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
     balanced by how long the primary GPU's records took to measure."""
     specs = discover()
     modules = {
-        name: LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module for name in names
+        name: LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module
+        for name in names
     }
-    return shards.plan(modules, count, {name: shards.measured_seconds(name) for name in names})
+    return shards.plan(
+        modules, count, {name: shards.measured_seconds(name) for name in names}
+    )
 
 
 def _measure_and_save(names: Sequence[str], budget_s: float | None) -> list[str]:
@@ -760,7 +810,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="measure only shard I of N: whole kernel modules, balanced by the records' times",
     )
     parser.add_argument(
-        "--list", action="store_true", help="print the shard plan (with --shard: that shard)"
+        "--list",
+        action="store_true",
+        help="print the shard plan (with --shard: that shard)",
     )
     parser.add_argument(
         "--gpus",
@@ -781,7 +833,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(known))
     if unknown:
-        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}")
+        parser.error(
+            f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}"
+        )
     chosen = args.names or known
     if args.stale:
         problems = stale_report(
@@ -793,7 +847,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if problems:
             parser.exit(1, f"Records that cannot be drawn: {len(problems)}\n")
         gpus = ", ".join(measurements.known_gpus())
-        print(f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus}).")
+        print(
+            f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus})."
+        )
         return
     if args.only_stale:
         gpu = (
@@ -802,7 +858,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             else measurements.gpu_slug(torch.cuda.get_device_name())
         )
         chosen = [name for name in chosen if _refusal(name, specs, gpu) is not None]
-        print(f"Missing or stale on the {gpu}: {' '.join(chosen) or 'none'}", flush=True)
+        print(
+            f"Missing or stale on the {gpu}: {' '.join(chosen) or 'none'}", flush=True
+        )
     index, count = 1, 1
     if args.shard:
         try:
@@ -816,7 +874,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.shard:
             parser.error("--gpus all picks the shards itself; leave out --shard")
         gpus = shards.visible_gpus()
-        print(f"Measuring {len(gpus)} shard(s), one per GPU: {', '.join(gpus)}", flush=True)
+        print(
+            f"Measuring {len(gpus)} shard(s), one per GPU: {', '.join(gpus)}",
+            flush=True,
+        )
         extra = [
             *args.names,
             *(["--budget", str(args.budget)] if args.budget else []),
@@ -828,12 +889,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.exit(1, f"shards that failed: {', '.join(failed)}\n")
         return
     if interpreted():
-        parser.exit(2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n")
+        parser.exit(
+            2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n"
+        )
     names = shard_plan(chosen, count)[index - 1].names if args.shard else tuple(chosen)
     left = _measure_and_save(names, args.budget)
     if left:
         not_measured = " ".join(left)
-        parser.exit(3, f"out of time (--budget {args.budget:g} s); not measured: {not_measured}\n")
+        parser.exit(
+            3,
+            f"out of time (--budget {args.budget:g} s); not measured: {not_measured}\n",
+        )
 
 
 if __name__ == "__main__":

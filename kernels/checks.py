@@ -24,7 +24,11 @@ def _dtype_names(dtypes: Collection[torch.dtype]) -> str:
 
 
 def check_tensor(
-    name: str, value: object, dtypes: Collection[torch.dtype], *, contiguous: bool = True
+    name: str,
+    value: object,
+    dtypes: Collection[torch.dtype],
+    *,
+    contiguous: bool = True,
 ) -> torch.Tensor:
     """Check that argument ``name`` is a contiguous tensor of an allowed dtype on the kernel device.
 
@@ -60,7 +64,9 @@ def check_tensor(
     expected = kernel_device()
     if value.device.type != expected.type:
         where = (
-            "Triton's interpreter runs on the CPU" if interpreted() else "kernels run on the GPU"
+            "Triton's interpreter runs on the CPU"
+            if interpreted()
+            else "kernels run on the GPU"
         )
         raise ValueError(
             f"{name} is on {value.device}, but {where}: move it with .to('{expected.type}')"
@@ -80,7 +86,9 @@ def check_tensor(
     return value
 
 
-def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch.Tensor) -> None:
+def check_same_layout(
+    names: tuple[str, str], first: torch.Tensor, second: torch.Tensor
+) -> None:
     """Check that two checked tensors share device, dtype and shape, naming both on failure."""
     a, b = names
     if first.device != second.device:
@@ -96,7 +104,9 @@ def check_same_layout(names: tuple[str, str], first: torch.Tensor, second: torch
         )
 
 
-def check_rows(name: str, value: object, dtypes: Collection[torch.dtype]) -> torch.Tensor:
+def check_rows(
+    name: str, value: object, dtypes: Collection[torch.dtype]
+) -> torch.Tensor:
     """Check a tensor that a row-wise kernel reads: as :func:`check_tensor`, with at least
     one dimension and a non-empty last dimension (the row)."""
     tensor = check_tensor(name, value, dtypes)
@@ -181,7 +191,9 @@ def check_integer(name: str, value: object) -> int:
     bool, a float or a tensor) and return it as a Python int."""
     if type(value) is int:
         return value
-    if isinstance(value, bool | torch.Tensor) or not isinstance(value, numbers.Integral):
+    if isinstance(value, bool | torch.Tensor) or not isinstance(
+        value, numbers.Integral
+    ):
         raise TypeError(f"{name} must be an integer, got {_what(value)}")
     return int(value)
 

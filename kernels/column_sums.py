@@ -44,9 +44,13 @@ def column_sums_kernel(
         dw += tl.load(partial_dw_ptr + offsets, mask=mask, other=0.0)
         if partial_db_ptr is not None:
             db += tl.load(partial_db_ptr + offsets, mask=mask, other=0.0)
-    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(
+        dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask
+    )
     if db_ptr is not None:
-        tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
+        tl.store(
+            db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask
+        )
 
 
 def column_sums(
@@ -58,7 +62,15 @@ def column_sums(
     """Write the column sums of the (partials, columns) matrix ``partial_dw`` into
     ``dweight``, and those of ``partial_db`` into ``dbias`` when they are given."""
     n_partials, n_cols = partial_dw.shape
-    launch(column_sums_kernel, (cdiv(n_cols, BLOCK_COLS),),
-        partial_dw, partial_db, dweight, dbias, n_partials, n_cols,
-        BLOCK_ROWS=BLOCK_ROWS, BLOCK_COLS=BLOCK_COLS,
-    )  # fmt: skip
+    launch(
+        column_sums_kernel,
+        (cdiv(n_cols, BLOCK_COLS),),
+        partial_dw,
+        partial_db,
+        dweight,
+        dbias,
+        n_partials,
+        n_cols,
+        BLOCK_ROWS=BLOCK_ROWS,
+        BLOCK_COLS=BLOCK_COLS,
+    )

@@ -40,18 +40,31 @@ def compile_for_gpu(
     Returns the text of each stage in :data:`STAGES` (a Gluon kernel has no "ttir").
     """
     sent = {name: _send(value) for name, value in constexprs.items()}
-    request = json.dumps({"kernel": kernel, "signature": signature, "constexprs": sent,
-                          "divisible_by_16": list(divisible_by_16), "arch": arch,
-                          "debug": debug, "num_warps": num_warps,
-                          "num_stages": num_stages})  # fmt: skip
+    request = json.dumps(
+        {
+            "kernel": kernel,
+            "signature": signature,
+            "constexprs": sent,
+            "divisible_by_16": list(divisible_by_16),
+            "arch": arch,
+            "debug": debug,
+            "num_warps": num_warps,
+            "num_stages": num_stages,
+        }
+    )
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     result = subprocess.run(
         [sys.executable, "-m", __name__, request],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if result.returncode != 0:
-        raise RuntimeError(f"compiling {kernel} for sm_{arch} failed:\n{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"compiling {kernel} for sm_{arch} failed:\n{result.stderr[-3000:]}"
+        )
     return json.loads(result.stdout)
 
 
@@ -81,7 +94,9 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
         (kernel.arg_names.index(name),): [["tt.divisibility", 16]]
         for name in request["divisible_by_16"]
     }
-    constexprs = {name: _received(value) for name, value in request["constexprs"].items()}
+    constexprs = {
+        name: _received(value) for name, value in request["constexprs"].items()
+    }
     # A Gluon kernel (``@gluon.jit``) is compiled from its own kind of source: its
     # layouts are given, not inferred.
     source_type = ASTSource

@@ -78,8 +78,12 @@ def cross_entropy_forward_kernel(
     valid = target != ignore_index
     # Never read outside the row: an unchecked out-of-range target gives a NaN loss.
     in_range = (target >= 0) & (target < n_cols)
-    target_logit = tl.load(row_ptr + target, mask=valid & in_range, other=float("nan")).to(ACC)
-    tl.store(losses_ptr + row, tl.where(valid, (running_max - target_logit) + log_sum, 0.0))
+    target_logit = tl.load(
+        row_ptr + target, mask=valid & in_range, other=float("nan")
+    ).to(ACC)
+    tl.store(
+        losses_ptr + row, tl.where(valid, (running_max - target_logit) + log_sum, 0.0)
+    )
     # STATS: there will be a backward pass, which needs the two parts of the logsumexp.
     if STATS:
         tl.store(max_ptr + row, running_max)
@@ -88,7 +92,13 @@ def cross_entropy_forward_kernel(
 
 @triton.jit
 def mean_loss_kernel(
-    losses_ptr, targets_ptr, loss_ptr, n_valid_ptr, n_rows, ignore_index, BLOCK_SIZE: tl.constexpr
+    losses_ptr,
+    targets_ptr,
+    loss_ptr,
+    n_valid_ptr,
+    n_rows,
+    ignore_index,
+    BLOCK_SIZE: tl.constexpr,
 ):
     # One program: the sum of the row losses over the number of rows that count.
     total = tl.zeros((BLOCK_SIZE,), losses_ptr.dtype.element_ty)
@@ -120,14 +130,16 @@ def _gradient_part(
     scale,
     ACC: tl.constexpr,
 ):
-    # The gradient of the values at base + offsets, columns first_col + offsets of the row.
-    # Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
+    # The gradient of the values at base + offsets, columns first_col + offsets of the
+    # row. Padding lanes read -inf, whose exponential is 0: 0 there could overflow exp()
     # when the row's logits are far below 0.
     x = tl.load(logits_ptr + base + offsets, mask=mask, other=-float("inf")).to(ACC)
     # x - max is exact for nearby values, and at most 0: exp() cannot overflow.
     probability = tl.exp((x - row_max) - log_sum)
     grad = (probability - tl.where(first_col + offsets == target, 1.0, 0.0)) * scale
-    tl.store(dlogits_ptr + base + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        dlogits_ptr + base + offsets, grad.to(dlogits_ptr.dtype.element_ty), mask=mask
+    )
 
 
 @triton.jit
@@ -159,32 +171,85 @@ def cross_entropy_backward_kernel(
         # Rows that do not start on a 16-byte boundary: head, body in vectors, tail.
         head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
         edge = tl.arange(0, ALIGN)
-        _gradient_part(logits_ptr, dlogits_ptr, row_offset, edge, 0, edge < head, target,
-                       row_max, log_sum, scale, ACC)  # fmt: skip
+        _gradient_part(
+            logits_ptr,
+            dlogits_ptr,
+            row_offset,
+            edge,
+            0,
+            edge < head,
+            target,
+            row_max,
+            log_sum,
+            scale,
+            ACC,
+        )
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
-            _gradient_part(logits_ptr, dlogits_ptr, body_start + start, cols, head + start,
-                           body_mask, target, row_max, log_sum, scale, ACC)  # fmt: skip
-        _gradient_part(logits_ptr, dlogits_ptr, body_start + body_len, edge, head + body_len,
-                       edge < tail_len, target, row_max, log_sum, scale, ACC)  # fmt: skip
+            _gradient_part(
+                logits_ptr,
+                dlogits_ptr,
+                body_start + start,
+                cols,
+                head + start,
+                body_mask,
+                target,
+                row_max,
+                log_sum,
+                scale,
+                ACC,
+            )
+        _gradient_part(
+            logits_ptr,
+            dlogits_ptr,
+            body_start + body_len,
+            edge,
+            head + body_len,
+            edge < tail_len,
+            target,
+            row_max,
+            log_sum,
+            scale,
+            ACC,
+        )
     else:
         for start in range(0, n_cols, BLOCK_SIZE):
-            _gradient_part(logits_ptr, dlogits_ptr, row_offset + start, cols, start,
-                           start + cols < n_cols, target, row_max, log_sum, scale, ACC)  # fmt: skip
+            _gradient_part(
+                logits_ptr,
+                dlogits_ptr,
+                row_offset + start,
+                cols,
+                start,
+                start + cols < n_cols,
+                target,
+                row_max,
+                log_sum,
+                scale,
+                ACC,
+            )
 
 
 def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
-    return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
+    return (
+        (torch.float64, tl.float64)
+        if dtype == torch.float64
+        else (torch.float32, tl.float32)
+    )
 
 
 @functools.cache
 def forward_options(dtype: torch.dtype, n_cols: int, stats: bool) -> dict[str, object]:
     """The compile-time arguments of :func:`cross_entropy_forward_kernel` for rows of
     ``n_cols`` logits of ``dtype``; ``stats``: store each row's maximum and log-sum."""
-    return {"ACC": _accumulator(dtype)[1], "BLOCK_SIZE": BLOCK_SIZE,
-            "NUM_STAGES": FORWARD_STAGES, "EVEN": n_cols % BLOCK_SIZE == 0,
-            "ALIGN": align_for(dtype, n_cols), "STATS": stats,
-            "num_warps": FORWARD_WARPS}  # fmt: skip
+    return {
+        "ACC": _accumulator(dtype)[1],
+        "BLOCK_SIZE": BLOCK_SIZE,
+        "NUM_STAGES": FORWARD_STAGES,
+        "EVEN": n_cols % BLOCK_SIZE == 0,
+        "ALIGN": align_for(dtype, n_cols),
+        "STATS": stats,
+        "num_warps": FORWARD_WARPS,
+    }
 
 
 def _forward(
@@ -204,19 +269,35 @@ def _forward(
         row_max = torch.empty(n_rows, dtype=acc_torch, device=device)
         log_sum = torch.empty(n_rows, dtype=acc_torch, device=device)
         n_valid = torch.empty((), dtype=torch.int32, device=device)
-    launch(cross_entropy_forward_kernel, (n_rows,),
-        logits, targets, losses, row_max if stats else losses, log_sum if stats else losses,
-        n_cols, ignore_index, **forward_options(logits.dtype, n_cols, stats),
-    )  # fmt: skip
-    launch(mean_loss_kernel, (1,),
-        losses, targets, loss, n_valid, n_rows, ignore_index,
-        BLOCK_SIZE=MEAN_BLOCK, num_warps=MEAN_WARPS,
-    )  # fmt: skip
+    launch(
+        cross_entropy_forward_kernel,
+        (n_rows,),
+        logits,
+        targets,
+        losses,
+        row_max if stats else losses,
+        log_sum if stats else losses,
+        n_cols,
+        ignore_index,
+        **forward_options(logits.dtype, n_cols, stats),
+    )
+    launch(
+        mean_loss_kernel,
+        (1,),
+        losses,
+        targets,
+        loss,
+        n_valid,
+        n_rows,
+        ignore_index,
+        BLOCK_SIZE=MEAN_BLOCK,
+        num_warps=MEAN_WARPS,
+    )
     return loss, row_max, log_sum, n_valid
 
 
 class CrossEntropyFunction(torch.autograd.Function):
-    """Autograd wiring: keeps the logits (already in memory) and one logsumexp per row."""
+    """Autograd wiring: keeps the logits (in memory already), a logsumexp per row."""
 
     @staticmethod
     def forward(ctx, logits, targets, ignore_index):
@@ -231,11 +312,23 @@ class CrossEntropyFunction(torch.autograd.Function):
         logits, targets, row_max, log_sum, n_valid = ctx.saved_tensors
         n_rows, n_cols = logits.shape
         dlogits = torch.empty_like(logits)
-        launch(cross_entropy_backward_kernel, (n_rows,),
-            logits, targets, row_max, log_sum, grad_loss, n_valid, dlogits, n_cols,
-            ctx.ignore_index, ACC=_accumulator(logits.dtype)[1], BLOCK_SIZE=BLOCK_SIZE,
-            ALIGN=align_for(logits.dtype, n_cols), num_warps=BACKWARD_WARPS,
-        )  # fmt: skip
+        launch(
+            cross_entropy_backward_kernel,
+            (n_rows,),
+            logits,
+            targets,
+            row_max,
+            log_sum,
+            grad_loss,
+            n_valid,
+            dlogits,
+            n_cols,
+            ctx.ignore_index,
+            ACC=_accumulator(logits.dtype)[1],
+            BLOCK_SIZE=BLOCK_SIZE,
+            ALIGN=align_for(logits.dtype, n_cols),
+            num_warps=BACKWARD_WARPS,
+        )
         return dlogits, None, None
 
 
@@ -262,10 +355,14 @@ def cross_entropy(
     ignore_index = check_integer("ignore_index", ignore_index)
     if not -(2**63) <= ignore_index < 2**63:
         # As PyTorch: a target is an int64, and so is what it is compared with.
-        raise ValueError(f"ignore_index must fit in int64, the targets' dtype, got {ignore_index}")
+        raise ValueError(
+            f"ignore_index must fit in int64, the targets' dtype, got {ignore_index}"
+        )
     check_targets = check_bool("check_targets", check_targets)
     if logits.dim() != 2:
-        raise ValueError(f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)")
+        raise ValueError(
+            f"logits has shape {tuple(logits.shape)}; it must be (rows, classes)"
+        )
     if targets.dim() != 1 or targets.shape[0] != logits.shape[0]:
         raise ValueError(
             f"targets has shape {tuple(targets.shape)}; it must be ({logits.shape[0]},), "
@@ -284,11 +381,15 @@ def cross_entropy(
     return loss
 
 
-def _check_target_range(targets: torch.Tensor, ignore_index: int, n_classes: int) -> None:
+def _check_target_range(
+    targets: torch.Tensor, ignore_index: int, n_classes: int
+) -> None:
     out_of_range = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
     if bool(out_of_range.any()):
         bad = targets[out_of_range][0].item()
-        raise ValueError(f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)")
+        raise ValueError(
+            f"targets holds {bad}, outside 0..{n_classes - 1} (and not ignore_index)"
+        )
 
 
 def torch_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -304,7 +405,9 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits for ROWS tokens over ``n_classes`` classes, and random targets."""
     rows = benchmark_rows(device, ROWS)
-    logits = torch.randn(rows, n_classes, dtype=dtype, device=device, generator=generator)
+    logits = torch.randn(
+        rows, n_classes, dtype=dtype, device=device, generator=generator
+    )
     targets = torch.randint(0, n_classes, (rows,), device=device, generator=generator)
     return logits, targets
 

@@ -30,8 +30,9 @@ def tile_sum_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 @triton.jit
-def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr,
-                     INT64: tl.constexpr):  # fmt: skip
+def row_start_kernel(
+    rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr, INT64: tl.constexpr
+):
     # Row numbers in int32, the type of tl.program_id(0) in a kernel with a program
     # per row; out receives where each row starts, row * row_stride.
     idx = tl.arange(0, BLOCK_SIZE)
@@ -42,7 +43,9 @@ def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr,
     tl.store(out_ptr + idx, rows * row_stride)
 
 
-def compiler_error(kernel: str, signature: dict[str, str], constexprs: dict[str, Any]) -> str:
+def compiler_error(
+    kernel: str, signature: dict[str, str], constexprs: dict[str, Any]
+) -> str:
     """The end of the error that compiling ``kernel`` for a GPU raises: the kernel's line,
     a caret under the fault, and the message (or a note that it compiled)."""
     try:

@@ -40,12 +40,20 @@ def _specialisation(arg: object) -> object:
     if type(arg) is int:
         return int, arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31, arg < 2**63
     if isinstance(arg, TensorDescriptor):
-        return TensorDescriptor, arg.base.dtype, tuple(arg.block_shape), tuple(arg.shape)
+        return (
+            TensorDescriptor,
+            arg.base.dtype,
+            tuple(arg.block_shape),
+            tuple(arg.shape),
+        )
     return type(arg)
 
 
 def launch(
-    kernel: triton.runtime.JITFunction, grid: Sequence[int], *args: object, **constexprs: object
+    kernel: triton.runtime.JITFunction,
+    grid: Sequence[int],
+    *args: object,
+    **constexprs: object,
 ) -> None:
     """``kernel[grid](*args, **constexprs)``, the compiled kernel launched directly after
     the first call of each specialisation. ``grid``: a tuple of up to three ints (not a
@@ -73,5 +81,15 @@ def launch(
     # Triton 3.6 and later leave them) needs none.
     hooked = enter is not None and getattr(enter, "calls", True)
     metadata = compiled.launch_metadata(grid, stream, *full) if hooked else None
-    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
-                 metadata, enter, leave, *full)  # fmt: skip
+    compiled.run(
+        grid_0,
+        grid_1,
+        grid_2,
+        stream,
+        compiled.function,
+        compiled.packed_metadata,
+        metadata,
+        enter,
+        leave,
+        *full,
+    )

@@ -28,8 +28,9 @@ MAX_ELEMENTS = 2**31 - 1
 
 
 @triton.jit
-def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale,
-                     MASKED: tl.constexpr):  # fmt: skip
+def _dropout_quarter(
+    x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale, MASKED: tl.constexpr
+):
     # MASKED: the quarter may run past the end. Unmasked, its loads and stores are
     # vectors whatever the length (see add_tail_apart_kernel in kernels/vector_add.py).
     if MASKED:
@@ -48,7 +49,9 @@ def _dropout_quarter(x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale,
 
 
 @triton.jit
-def dropout_kernel(x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.constexpr):
+def dropout_kernel(
+    x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.constexpr
+):
     QUARTER: tl.constexpr = BLOCK_SIZE // 4
     pid = tl.program_id(0)
     # Philox is counter-based: the random numbers of a counter depend only on the seed
@@ -61,14 +64,26 @@ def dropout_kernel(x_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_SIZE: tl.co
     # without them, which loads and stores in vectors even for an odd length.
     if first + BLOCK_SIZE <= n_elements:
         _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, False)
-        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, False)
-        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, False)
-        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, False)
+        _dropout_quarter(
+            x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, False
+        )
+        _dropout_quarter(
+            x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, False
+        )
+        _dropout_quarter(
+            x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, False
+        )
     else:
         _dropout_quarter(x_ptr, out_ptr, start, n_elements, r0, p, scale, True)
-        _dropout_quarter(x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, True)
-        _dropout_quarter(x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, True)
-        _dropout_quarter(x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, True)
+        _dropout_quarter(
+            x_ptr, out_ptr, start + QUARTER, n_elements, r1, p, scale, True
+        )
+        _dropout_quarter(
+            x_ptr, out_ptr, start + 2 * QUARTER, n_elements, r2, p, scale, True
+        )
+        _dropout_quarter(
+            x_ptr, out_ptr, start + 3 * QUARTER, n_elements, r3, p, scale, True
+        )
 
 
 def _check_p_and_seed(p: object, seed: object) -> tuple[float, int]:
@@ -86,12 +101,23 @@ def _launch(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     if n_elements:
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
         grid = (cdiv(n_elements, BLOCK_SIZE),)
-        launch(dropout_kernel, grid, x, out, n_elements, p, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
+        launch(
+            dropout_kernel,
+            grid,
+            x,
+            out,
+            n_elements,
+            p,
+            scale,
+            seed,
+            BLOCK_SIZE=BLOCK_SIZE,
+        )
     return out
 
 
 class DropoutFunction(torch.autograd.Function):
-    """Autograd wiring: the backward pass applies the same mask, regenerated from the seed."""
+    """Autograd wiring: the backward pass applies the same mask, regenerated from the
+    seed."""
 
     @staticmethod
     def forward(ctx, x, p, seed):
@@ -114,7 +140,9 @@ def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     check_tensor("x", x, SUPPORTED_DTYPES)
     p, seed = _check_p_and_seed(p, seed)
     if x.numel() > MAX_ELEMENTS:
-        raise ValueError(f"x has {x.numel()} elements; this kernel takes at most {MAX_ELEMENTS}")
+        raise ValueError(
+            f"x has {x.numel()} elements; this kernel takes at most {MAX_ELEMENTS}"
+        )
     if needs_grad(x):
         return DropoutFunction.apply(x, p, seed)
     return _launch(x, p, seed)
@@ -139,7 +167,9 @@ def _mul_wide(a: torch.Tensor, b: int) -> tuple[torch.Tensor, torch.Tensor]:
     return high, low
 
 
-def philox4x32(counter: torch.Tensor, seed: int, rounds: int = 10) -> tuple[torch.Tensor, ...]:
+def philox4x32(
+    counter: torch.Tensor, seed: int, rounds: int = 10
+) -> tuple[torch.Tensor, ...]:
     """Philox4x32 of counters ``(counter, 0, 0, 0)`` and key ``seed``, as int64 tensors."""
     c0, c1 = counter.to(torch.int64), torch.zeros_like(counter, dtype=torch.int64)
     c2, c3 = torch.zeros_like(c0), torch.zeros_like(c0)
@@ -156,10 +186,14 @@ def _uniform(bits: torch.Tensor) -> torch.Tensor:
     # Triton's uint_to_uniform_float: read the bits as int32, fold negatives, scale.
     signed = torch.where(bits >= 2**31, bits - 2**32, bits)
     folded = torch.where(signed < 0, -signed - 1, signed)
-    return folded.to(torch.float32) * torch.tensor(4.6566127342e-10, dtype=torch.float32)
+    return folded.to(torch.float32) * torch.tensor(
+        4.6566127342e-10, dtype=torch.float32
+    )
 
 
-def keep_mask(n_elements: int, p: float, seed: int, device: torch.device) -> torch.Tensor:
+def keep_mask(
+    n_elements: int, p: float, seed: int, device: torch.device
+) -> torch.Tensor:
     """The elements :func:`dropout` keeps for ``seed``, computed without Triton."""
     quarter = BLOCK_SIZE // 4
     offsets = torch.arange(n_elements, device=device)
@@ -196,7 +230,10 @@ def torch_dropout(x: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(
-    n_elements: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    n_elements: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor]:
     """One random vector."""
     return (torch.randn(n_elements, dtype=dtype, device=device, generator=generator),)

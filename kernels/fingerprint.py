@@ -83,7 +83,9 @@ def closure(modules: Iterable[str]) -> list[str]:
         module = pending.pop()
         if module not in seen:
             seen.add(module)
-            pending.extend(imported_modules(module_path(module).read_text(encoding="utf-8")))
+            pending.extend(
+                imported_modules(module_path(module).read_text(encoding="utf-8"))
+            )
     return sorted(seen)
 
 
@@ -92,12 +94,19 @@ def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
     (first line, first column, last line, end column)."""
     spans = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(
+            node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        ):
             first = node.body[0] if node.body else None
             value = first.value if isinstance(first, ast.Expr) else None
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 spans.append(
-                    (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset)
+                    (
+                        value.lineno,
+                        value.col_offset,
+                        value.end_lineno,
+                        value.end_col_offset,
+                    )
                 )
     return spans
 
@@ -124,7 +133,11 @@ def normalised_source(source: str) -> str:
         lines[first_line - 1 : last_line] = [head + tail]
     # How an import of the package is spelled does not change what runs: a relative
     # import (``from .spec import``) counts as the absolute one it means.
-    code = [_RELATIVE_IMPORT.sub(_as_absolute, line.rstrip()) for line in lines if line.strip()]
+    code = [
+        _RELATIVE_IMPORT.sub(_as_absolute, line.rstrip())
+        for line in lines
+        if line.strip()
+    ]
     return "\n".join(code)
 
 
@@ -153,7 +166,9 @@ def combine(digests: Mapping[str, str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def code_digests(kernel_module: str, timing_module: str | None = TIMING_MODULE) -> dict[str, str]:
+def code_digests(
+    kernel_module: str, timing_module: str | None = TIMING_MODULE
+) -> dict[str, str]:
     """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
     it imports from :mod:`kernels`, and the code that times it (``timing_module`` and
     its imports; None where ``kernel_module`` times itself, as :mod:`kernels.launch_cost`
@@ -165,7 +180,9 @@ def code_digests(kernel_module: str, timing_module: str | None = TIMING_MODULE) 
 
 def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
     """The files whose hash differs between two sets of digests, or that only one has."""
-    return sorted(p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p))
+    return sorted(
+        p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p)
+    )
 
 
 def short_commit(commit: str) -> str:
@@ -178,26 +195,41 @@ def short_commit(commit: str) -> str:
     return commit
 
 
-def commits_not_in_history(commits: Collection[str], repository: Path = REPOSITORY) -> set[str]:
+def commits_not_in_history(
+    commits: Collection[str], repository: Path = REPOSITORY
+) -> set[str]:
     """Those of ``commits`` (hashes, full or abbreviated) that the git repository at
     ``repository`` does not hold; none where there is no repository to ask (a copy of the
     sources, an installed package): there the question cannot be answered."""
     if not commits:
         return set()
     try:
-        inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=repository,
-                                capture_output=True, text=True, timeout=30)  # fmt: skip
+        inside = subprocess.run(
+            ["git", "rev-parse", "--is-inside-work-tree"],
+            cwd=repository,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return set()
         ordered = sorted(commits)
         found = subprocess.run(
-            ["git", "cat-file", "--batch-check"], cwd=repository, capture_output=True,
-            text=True, timeout=60, input="".join(f"{c}^{{commit}}\n" for c in ordered),
-        )  # fmt: skip
+            ["git", "cat-file", "--batch-check"],
+            cwd=repository,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input="".join(f"{c}^{{commit}}\n" for c in ordered),
+        )
     except (OSError, subprocess.SubprocessError):
         return set()
     answers = found.stdout.splitlines()
-    return {c for c, answer in zip(ordered, answers, strict=False) if answer.endswith(" missing")}
+    return {
+        c
+        for c, answer in zip(ordered, answers, strict=False)
+        if answer.endswith(" missing")
+    }
 
 
 def commit() -> str:
@@ -208,12 +240,20 @@ def commit() -> str:
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip()  # fmt: skip
+            cwd=REPOSITORY,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--", PACKAGE],
-            cwd=REPOSITORY, capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip()  # fmt: skip
+            cwd=REPOSITORY,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head}-dirty" if dirty else head

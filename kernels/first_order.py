@@ -56,11 +56,15 @@ def first_order_only(operation: str) -> Callable:
             if not isinstance(grads, tuple):
                 grads = (grads,)
             sources = (*grad_outputs, *ctx.saved_tensors)
-            linked = [t for t in sources if isinstance(t, torch.Tensor) and t.requires_grad]
+            linked = [
+                t for t in sources if isinstance(t, torch.Tensor) and t.requires_grad
+            ]
             computed = [g for g in grads if isinstance(g, torch.Tensor)]
             if not linked or not computed:
                 return grads
-            out = iter(_NoSecondDerivative.apply(operation, len(computed), *computed, *linked))
+            out = iter(
+                _NoSecondDerivative.apply(operation, len(computed), *computed, *linked)
+            )
             return tuple(next(out) if isinstance(g, torch.Tensor) else g for g in grads)
 
         return guarded

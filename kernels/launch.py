@@ -70,7 +70,9 @@ def resident_programs(
     ``per_sm_warps`` warps, and no more than there are rows (or tiles) of work."""
     if device.type != "cuda":
         return max(1, min(n_work, 4))
-    return max(1, min(n_work, multiprocessors(device) * max(1, per_sm_warps // num_warps)))
+    return max(
+        1, min(n_work, multiprocessors(device) * max(1, per_sm_warps // num_warps))
+    )
 
 
 @functools.cache
@@ -93,7 +95,10 @@ _chosen: dict[tuple, tuple[triton.Config, dict[str, object]]] = {}
 
 
 def launch_tuned(
-    tuner: triton.runtime.Autotuner, grid: tuple | Callable, *args: object, **constexprs: object
+    tuner: triton.runtime.Autotuner,
+    grid: tuple | Callable,
+    *args: object,
+    **constexprs: object,
 ) -> tuple[triton.Config, dict[str, object]]:
     """``tuner[grid](*args, **constexprs)``, with the autotuner's lookup done once per key;
     returns the configuration launched and the launch options it expands to.
@@ -125,5 +130,7 @@ def launch_tuned(
 @functools.cache
 def _key_positions(tuner: triton.runtime.Autotuner, n_args: int) -> tuple[int, ...]:
     # Key arguments passed by keyword are in the key through the keyword arguments.
-    positions = (tuner.arg_names.index(name) for name in tuner.keys if name in tuner.arg_names)
+    positions = (
+        tuner.arg_names.index(name) for name in tuner.keys if name in tuner.arg_names
+    )
     return tuple(i for i in positions if i < n_args)

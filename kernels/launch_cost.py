@@ -110,7 +110,9 @@ def _randn(
 ) -> list[torch.Tensor]:
     """Random tensors of ``shapes``, the same on every run."""
     generator = torch.Generator(device=device).manual_seed(0)
-    return [torch.randn(s, dtype=dtype, device=device, generator=generator) for s in shapes]
+    return [
+        torch.randn(s, dtype=dtype, device=device, generator=generator) for s in shapes
+    ]
 
 
 def _launch(
@@ -126,9 +128,14 @@ def add_case(device: torch.device) -> LaunchCase:
     out = torch.empty_like(x)
     grid = (triton.cdiv(ELEMENTS, vector_add.BLOCK_SIZE),)
     bare = _launch(
-        vector_add.add_tail_apart_kernel, grid, x, y, out, ELEMENTS,
+        vector_add.add_tail_apart_kernel,
+        grid,
+        x,
+        y,
+        out,
+        ELEMENTS,
         BLOCK_SIZE=vector_add.BLOCK_SIZE,
-    )  # fmt: skip
+    )
     return LaunchCase(
         inputs=_describe(x=x, y=y),
         triton=lambda: vector_add.add(x, y),
@@ -145,9 +152,16 @@ def dropout_case(device: torch.device) -> LaunchCase:
     out = torch.empty_like(x)
     grid = (triton.cdiv(ELEMENTS, dropout.BLOCK_SIZE),)
     bare = _launch(
-        dropout.dropout_kernel, grid, x, out, ELEMENTS, p, 1.0 / (1.0 - p), seed,
+        dropout.dropout_kernel,
+        grid,
+        x,
+        out,
+        ELEMENTS,
+        p,
+        1.0 / (1.0 - p),
+        seed,
         BLOCK_SIZE=dropout.BLOCK_SIZE,
-    )  # fmt: skip
+    )
     return LaunchCase(
         inputs=_describe(x=x) + f", p={p}",
         triton=lambda: dropout.dropout(x, p, seed),
@@ -184,9 +198,19 @@ def rms_norm_case(device: torch.device) -> LaunchCase:
     kind, grid, options = rms_norm.forward_launch(ROWS, COLS)
     assert kind == "tile", kind
     bare = _launch(
-        rms_norm.rms_norm_kernel, grid, x, weight, out, no_stats, ROWS, COLS, RMS_EPS, False,
-        ACC=accumulator(x.dtype), **options,
-    )  # fmt: skip
+        rms_norm.rms_norm_kernel,
+        grid,
+        x,
+        weight,
+        out,
+        no_stats,
+        ROWS,
+        COLS,
+        RMS_EPS,
+        False,
+        ACC=accumulator(x.dtype),
+        **options,
+    )
     return LaunchCase(
         inputs=_describe(x=x, weight=weight),
         triton=lambda: rms_norm.rms_norm(x, weight, RMS_EPS),
@@ -199,7 +223,9 @@ def rms_norm_case(device: torch.device) -> LaunchCase:
 def layer_norm_case(device: torch.device) -> LaunchCase:
     """:func:`kernels.layer_norm.layer_norm` against ``torch.nn.functional.layer_norm``
     (forward only: the inputs need no gradient)."""
-    x, weight, bias = _randn((ROWS, COLS), (COLS,), (COLS,), dtype=torch.float32, device=device)
+    x, weight, bias = _randn(
+        (ROWS, COLS), (COLS,), (COLS,), dtype=torch.float32, device=device
+    )
     out = torch.empty_like(x)
     # Without a gradient to compute, the launcher keeps no statistics: nor does this
     # (STATS false, the statistics pointed at a one-value buffer, as the launcher does).
@@ -207,14 +233,27 @@ def layer_norm_case(device: torch.device) -> LaunchCase:
     kind, grid, options = layer_norm.forward_launch(ROWS, COLS, x.dtype)
     assert kind == "tile", kind
     bare = _launch(
-        layer_norm.layer_norm_forward_kernel, grid, x, weight, bias, out, no_stats, no_stats,
-        ROWS, COLS, LAYER_NORM_EPS, False, **options,
-    )  # fmt: skip
+        layer_norm.layer_norm_forward_kernel,
+        grid,
+        x,
+        weight,
+        bias,
+        out,
+        no_stats,
+        no_stats,
+        ROWS,
+        COLS,
+        LAYER_NORM_EPS,
+        False,
+        **options,
+    )
     return LaunchCase(
         inputs=_describe(x=x, weight=weight, bias=bias),
         triton=lambda: layer_norm.layer_norm(x, weight, bias, LAYER_NORM_EPS),
         bare=bare,
-        torch=lambda: torch.nn.functional.layer_norm(x, (COLS,), weight, bias, LAYER_NORM_EPS),
+        torch=lambda: torch.nn.functional.layer_norm(
+            x, (COLS,), weight, bias, LAYER_NORM_EPS
+        ),
         bare_out=out,
     )
 
@@ -225,20 +264,38 @@ def cross_entropy_case(device: torch.device) -> LaunchCase:
     checks the targets, which waits for the GPU once per call. Two kernels: the rows'
     losses, then their mean."""
     (logits,) = _randn((ROWS, COLS), dtype=torch.float32, device=device)
-    targets = torch.arange(ROWS, device=device) * (COLS // ROWS)  # one class per row, in range
+    targets = torch.arange(ROWS, device=device) * (
+        COLS // ROWS
+    )  # one class per row, in range
     acc_torch = cross_entropy._accumulator(logits.dtype)[0]
     losses = torch.empty(ROWS, dtype=acc_torch, device=device)
     loss = torch.empty((), dtype=acc_torch, device=device)
     ignore = cross_entropy.IGNORE_INDEX
     # Without a gradient to compute, the launcher keeps no statistics: nor does this.
     row_losses = _launch(
-        cross_entropy.cross_entropy_forward_kernel, (ROWS,), logits, targets, losses, losses,
-        losses, COLS, ignore, **cross_entropy.forward_options(logits.dtype, COLS, stats=False),
-    )  # fmt: skip
+        cross_entropy.cross_entropy_forward_kernel,
+        (ROWS,),
+        logits,
+        targets,
+        losses,
+        losses,
+        losses,
+        COLS,
+        ignore,
+        **cross_entropy.forward_options(logits.dtype, COLS, stats=False),
+    )
     mean_loss = _launch(
-        cross_entropy.mean_loss_kernel, (1,), losses, targets, loss, None, ROWS, ignore,
-        BLOCK_SIZE=cross_entropy.MEAN_BLOCK, num_warps=cross_entropy.MEAN_WARPS,
-    )  # fmt: skip
+        cross_entropy.mean_loss_kernel,
+        (1,),
+        losses,
+        targets,
+        loss,
+        None,
+        ROWS,
+        ignore,
+        BLOCK_SIZE=cross_entropy.MEAN_BLOCK,
+        num_warps=cross_entropy.MEAN_WARPS,
+    )
 
     def bare() -> None:
         row_losses()
@@ -246,7 +303,9 @@ def cross_entropy_case(device: torch.device) -> LaunchCase:
 
     return LaunchCase(
         inputs=_describe(logits=logits, targets=targets),
-        triton=lambda: cross_entropy.cross_entropy(logits, targets, check_targets=False),
+        triton=lambda: cross_entropy.cross_entropy(
+            logits, targets, check_targets=False
+        ),
         bare=bare,
         torch=lambda: torch.nn.functional.cross_entropy(logits, targets),
         bare_out=loss,
@@ -257,7 +316,9 @@ def matmul_case(device: torch.device) -> LaunchCase:
     """:func:`kernels.matmul.matmul` against ``torch.matmul`` (cuBLAS). The bare launch
     goes through ``triton.autotune`` as the launcher's does: finding the configuration
     tuned for this shape is part of Triton's launch."""
-    a, b = _randn((SQUARE, SQUARE), (SQUARE, SQUARE), dtype=torch.float16, device=device)
+    a, b = _randn(
+        (SQUARE, SQUARE), (SQUARE, SQUARE), dtype=torch.float16, device=device
+    )
     c = torch.empty_like(a)
     grid = matmul._grid(SQUARE, SQUARE)
     # Both operands row-major, as the launcher finds them; its key also takes M's bucket.
@@ -267,15 +328,36 @@ def matmul_case(device: torch.device) -> LaunchCase:
         # Placeholder tile shapes, as in the launcher: the configuration's pre-hook sets them.
         descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
         bare = _launch(
-            matmul.tuned_matmul_tma_kernel, grid, *descriptors, SQUARE, SQUARE, SQUARE,
-            m_bucket, c.stride(0), ACTIVATION="none", DTYPE=matmul.TRITON_DTYPES[a.dtype],
-            C_DESCRIPTOR=True, **layout,
-        )  # fmt: skip
+            matmul.tuned_matmul_tma_kernel,
+            grid,
+            *descriptors,
+            SQUARE,
+            SQUARE,
+            SQUARE,
+            m_bucket,
+            c.stride(0),
+            ACTIVATION="none",
+            DTYPE=matmul.TRITON_DTYPES[a.dtype],
+            C_DESCRIPTOR=True,
+            **layout,
+        )
     else:
         bare = _launch(
-            matmul.tuned_matmul_kernel, grid, a, b, c, SQUARE, SQUARE, SQUARE, m_bucket,
-            *a.stride(), *b.stride(), *c.stride(), ACTIVATION="none", **layout,
-        )  # fmt: skip
+            matmul.tuned_matmul_kernel,
+            grid,
+            a,
+            b,
+            c,
+            SQUARE,
+            SQUARE,
+            SQUARE,
+            m_bucket,
+            *a.stride(),
+            *b.stride(),
+            *c.stride(),
+            ACTIVATION="none",
+            **layout,
+        )
     return LaunchCase(
         inputs=_describe(a=a, b=b),
         triton=lambda: matmul.matmul(a, b),
@@ -296,7 +378,16 @@ def attention_case(device: torch.device) -> LaunchCase:
     # The launcher's default scale, 1 / sqrt(head_dim), in base 2 as its kernel takes it.
     scale = 1.0 / math.sqrt(head_dim) * attention.LOG2_E
     bare = _launch(
-        attention.attention_forward_kernel, grid, q, k, v, out, None, seq_len, scale, **options
+        attention.attention_forward_kernel,
+        grid,
+        q,
+        k,
+        v,
+        out,
+        None,
+        seq_len,
+        scale,
+        **options,
     )
     return LaunchCase(
         inputs=_describe(q=q, k=k, v=v),
@@ -313,9 +404,15 @@ def swiglu_case(device: torch.device) -> LaunchCase:
     out = torch.empty_like(gate)
     grid = (triton.cdiv(ELEMENTS, swiglu.BLOCK_SIZE),)
     bare = _launch(
-        swiglu.swiglu_forward_kernel, grid, gate, up, out, ELEMENTS,
-        ACC=accumulator(gate.dtype), BLOCK_SIZE=swiglu.BLOCK_SIZE,
-    )  # fmt: skip
+        swiglu.swiglu_forward_kernel,
+        grid,
+        gate,
+        up,
+        out,
+        ELEMENTS,
+        ACC=accumulator(gate.dtype),
+        BLOCK_SIZE=swiglu.BLOCK_SIZE,
+    )
     return LaunchCase(
         inputs=_describe(gate=gate, up=up),
         triton=lambda: swiglu.swiglu(gate, up),
@@ -346,7 +443,9 @@ def check_case(name: str, case: LaunchCase) -> None:
     case.bare_out.fill_(math.nan)
     case.bare()
     if not torch.equal(case.bare_out, expected):
-        raise AssertionError(f"{name}: the bare launch does not write what the launcher returns")
+        raise AssertionError(
+            f"{name}: the bare launch does not write what the launcher returns"
+        )
 
 
 @dataclass(frozen=True)
@@ -404,7 +503,9 @@ def host_times_us(
         if gc_was_enabled:
             gc.enable()
     return {
-        name: HostTime(statistics.median(per_call[name]), statistics.median(waits[name]))
+        name: HostTime(
+            statistics.median(per_call[name]), statistics.median(waits[name])
+        )
         for name in calls
     }
 
@@ -428,15 +529,23 @@ def graph_host_time(
     repeats: int = REPEATS,
     clock: Callable[[], int] = time.perf_counter_ns,
     synchronize: Callable[[], object] | None = None,
-    capture: Callable[[Callable[[], object], int], Callable[[], object]] = cuda_graph_replay,
+    capture: Callable[
+        [Callable[[], object], int], Callable[[], object]
+    ] = cuda_graph_replay,
 ) -> HostTime:
     """Time per call of ``call`` replayed from a graph of ``n_calls`` calls (``capture``
     makes the replay): each timing is one replay and one synchronisation, as
     :func:`host_times_us` times a loop, over ``n_calls``. The final wait is the replay's
     whole: the host only asks, and the GPU does the rest."""
     replay = capture(call, n_calls)
-    whole = host_times_us({"graph": replay}, n_calls=1, repeats=repeats, warmup_calls=1,
-                          clock=clock, synchronize=synchronize)["graph"]  # fmt: skip
+    whole = host_times_us(
+        {"graph": replay},
+        n_calls=1,
+        repeats=repeats,
+        warmup_calls=1,
+        clock=clock,
+        synchronize=synchronize,
+    )["graph"]
     return HostTime(whole.per_call_us / n_calls, whole.final_wait_us)
 
 
@@ -462,7 +571,9 @@ def measure(
     warmup_calls: int = WARMUP_CALLS,
     clock: Callable[[], int] = time.perf_counter_ns,
     synchronize: Callable[[], object] | None = None,
-    capture: Callable[[Callable[[], object], int], Callable[[], object]] = cuda_graph_replay,
+    capture: Callable[
+        [Callable[[], object], int], Callable[[], object]
+    ] = cuda_graph_replay,
 ) -> list[LauncherCost]:
     """Check each launcher's bare launch against it, then time the three ways of calling
     it with :func:`host_times_us` (which takes the keywords), and its replay from a CUDA
@@ -487,11 +598,23 @@ def measure(
             synchronize=synchronize,
         )
         try:
-            graph = graph_host_time(case.triton, n_calls=n_calls, repeats=repeats, clock=clock,
-                                    synchronize=synchronize, capture=capture)  # fmt: skip
+            graph = graph_host_time(
+                case.triton,
+                n_calls=n_calls,
+                repeats=repeats,
+                clock=clock,
+                synchronize=synchronize,
+                capture=capture,
+            )
             reason = None
         except RuntimeError as error:  # what a capture raises for a call it cannot hold
-            graph, reason = None, f"{type(error).__name__}: {error}".splitlines()[0][:200]
-        costs.append(LauncherCost(name, case.inputs, **times, graph=graph,
-                                  graph_unavailable=reason))  # fmt: skip
+            graph, reason = (
+                None,
+                f"{type(error).__name__}: {error}".splitlines()[0][:200],
+            )
+        costs.append(
+            LauncherCost(
+                name, case.inputs, **times, graph=graph, graph_unavailable=reason
+            )
+        )
     return costs

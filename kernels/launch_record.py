@@ -21,7 +21,9 @@ def launch_overhead_code() -> Code:
     """The fingerprint of the code the launch_overhead record runs now: :mod:`kernels.launch_cost`
     (its own timing code) and every :mod:`kernels` module it imports, the launchers'."""
     files = fingerprint.code_digests(launch_cost.__name__, timing_module=None)
-    return Code(fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files)
+    return Code(
+        fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files
+    )
 
 
 def _by_series(
@@ -29,7 +31,12 @@ def _by_series(
 ) -> dict[str, tuple[float | None, ...]]:
     # One of HostTime's fields, as the record's series (measurements.LAUNCH_SERIES);
     # None where a way has no time (a launcher no CUDA graph could hold).
-    ways = {"Triton": "triton", "bare launch": "bare", "PyTorch": "torch", "CUDA graph": "graph"}
+    ways = {
+        "Triton": "triton",
+        "bare launch": "bare",
+        "PyTorch": "torch",
+        "CUDA graph": "graph",
+    }
     return {
         series: tuple(
             None if getattr(cost, way) is None else getattr(getattr(cost, way), what)
@@ -143,5 +150,7 @@ def launch_overhead_or_load() -> LaunchOverhead:
     Return the primary GPU's: the one just measured on the primary GPU, else
     :func:`recorded_launch_overhead`."""
     if measuring():
-        return save_and_keep_primary(measure_launch_overhead(), recorded_launch_overhead)
+        return save_and_keep_primary(
+            measure_launch_overhead(), recorded_launch_overhead
+        )
     return recorded_launch_overhead()

@@ -69,8 +69,8 @@ def layer_norm_forward_kernel(
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_SIZE)
     row_mask = rows < n_rows
-    # EVEN: the row fills the tile, so the column mask is the constant True and
-    # compiles away (the row mask is the same along a row: it does not stop vector loads).
+    # EVEN: the row fills the tile, so the column mask is the constant True and compiles
+    # away (the row mask is the same along a row: it does not stop vector loads).
     col_mask = (cols < n_cols) | EVEN
     mask = row_mask[:, None] & col_mask[None, :]
     offsets = rows[:, None] * n_cols + cols[None, :]
@@ -86,7 +86,9 @@ def layer_norm_forward_kernel(
     too_large = overflowed(sum_squares)
     if tl.max(too_large.to(tl.int32), axis=0) > 0:
         scale = safe_scale(tl.max(tl.abs(x), axis=1))
-        mean = tl.where(too_large, tl.sum(x / scale[:, None], axis=1) / n_cols * scale, mean)
+        mean = tl.where(
+            too_large, tl.sum(x / scale[:, None], axis=1) / n_cols * scale, mean
+        )
         centred = tl.where(mask, x - mean[:, None], 0.0)
         rstd = tl.where(too_large, scaled_inverse_root(centred, n_cols, eps), rstd)
     weight = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
@@ -94,10 +96,10 @@ def layer_norm_forward_kernel(
     y = centred * rstd[:, None] * weight[None, :] + bias[None, :]
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
     # Two numbers per row are all the backward pass needs besides x. STATS: there will
-    # be a backward pass (without one, nothing is stored and nothing allocated for them).
-    # A plain bool, tested as the kernel runs, not a tl.constexpr: one binary serves both
-    # calls, so a result does not depend on whether a gradient is to be recorded (two
-    # binaries may fuse other multiplies and adds, and round differently).
+    # be a backward pass (without one, nothing is stored and nothing allocated for
+    # them). A plain bool, tested as the kernel runs, not a tl.constexpr: one binary
+    # serves both calls, so a result does not depend on whether a gradient is to be
+    # recorded (two binaries may fuse other multiplies and adds, and round differently).
     if STATS:
         tl.store(mean_ptr + rows, mean, mask=row_mask)
         tl.store(rstd_ptr + rows, rstd, mask=row_mask)
@@ -132,7 +134,9 @@ def layer_norm_forward_chunked_kernel(
     lane_m2 = tl.zeros((CHUNK,), ACC)
     steps = n_cols // CHUNK
     for step in range(0, steps):
-        x = tl.load(x_ptr + base + step * CHUNK + cols, eviction_policy="evict_last").to(ACC)
+        x = tl.load(
+            x_ptr + base + step * CHUNK + cols, eviction_policy="evict_last"
+        ).to(ACC)
         delta = x - lane_mean
         lane_mean += delta / (step + 1)
         lane_m2 += delta * (x - lane_mean)
@@ -184,7 +188,9 @@ def _input_gradient(x_hat, weighted_dy, rstd, n_cols, AXIS: tl.constexpr):
 
 
 @triton.jit
-def _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets, mask, dweight, dbias):
+def _backward_tile(
+    x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets, mask, dweight, dbias
+):
     # dx of one tile of rows, stored, and the tile's shares of dweight and dbias added.
     x_hat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
     dx = _input_gradient(x_hat, dy * weight[None, :], rstd[:, None], n_cols, 1)
@@ -224,7 +230,9 @@ def layer_norm_backward_kernel(
     step = tl.num_programs(0) * ROWS_PER_TILE
     first = program * ROWS_PER_TILE
     if PREFETCH:
-        rows, row_mask, mask, offsets = row_tile(first, tile_rows, cols, col_mask, n_rows, n_cols)
+        rows, row_mask, mask, offsets = row_tile(
+            first, tile_rows, cols, col_mask, n_rows, n_cols
+        )
         x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
         for first_row in range(first, n_rows, step):
@@ -233,24 +241,42 @@ def layer_norm_backward_kernel(
             rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
             here, here_mask = offsets, mask
             # Past the last tile the mask is all False: nothing is read.
-            rows, row_mask, mask, offsets = row_tile(first_row + step, tile_rows, cols, col_mask,
-                                                      n_rows, n_cols)  # fmt: skip
+            rows, row_mask, mask, offsets = row_tile(
+                first_row + step, tile_rows, cols, col_mask, n_rows, n_cols
+            )
             x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
             dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
-            dweight, dbias = _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, here,
-                                            here_mask, dweight, dbias)  # fmt: skip
+            dweight, dbias = _backward_tile(
+                x,
+                dy,
+                weight,
+                mean,
+                rstd,
+                n_cols,
+                dx_ptr,
+                here,
+                here_mask,
+                dweight,
+                dbias,
+            )
     else:
         for first_row in range(first, n_rows, step):
-            rows, row_mask, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask,
-                                                      n_rows, n_cols)  # fmt: skip
+            rows, row_mask, mask, offsets = row_tile(
+                first_row, tile_rows, cols, col_mask, n_rows, n_cols
+            )
             x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
             dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
             mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
             rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-            dweight, dbias = _backward_tile(x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets,
-                                            mask, dweight, dbias)  # fmt: skip
-    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
-    tl.store(partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+            dweight, dbias = _backward_tile(
+                x, dy, weight, mean, rstd, n_cols, dx_ptr, offsets, mask, dweight, dbias
+            )
+    tl.store(
+        partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask
+    )
+    tl.store(
+        partial_db_ptr + program * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask
+    )
 
 
 @triton.jit
@@ -294,8 +320,8 @@ def layer_norm_weight_grads_kernel(
     BLOCK_COLS: tl.constexpr,
 ):
     # Program (strip, chunk) sums dy * x_hat and dy over ROWS_PER_PROGRAM rows of one
-    # strip of BLOCK_COLS columns: its two partial sums are BLOCK_COLS values each, small
-    # enough for registers however long the rows are.
+    # strip of BLOCK_COLS columns: its two partial sums are BLOCK_COLS values each,
+    # small enough for registers however long the rows are.
     strip = tl.program_id(0)
     chunk = tl.program_id(1)
     cols = strip * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
@@ -306,18 +332,27 @@ def layer_norm_weight_grads_kernel(
     end_row = tl.minimum(first_row + ROWS_PER_PROGRAM, n_rows)
     for start in range(first_row, end_row, BLOCK_ROWS):
         rows = start + tl.arange(0, BLOCK_ROWS)
-        # The chunk's end, not just the matrix's: the next chunk's rows are another program's.
+        # The chunk's end, not just the matrix's: the next chunk's rows are another
+        # program's.
         row_mask = rows < end_row
         mask = row_mask[:, None] & col_mask[None, :]
         offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(
+            partial_dw_ptr.dtype.element_ty
+        )
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(
+            partial_dw_ptr.dtype.element_ty
+        )
         mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         dweight += dy * ((x - mean[:, None]) * rstd[:, None])
         dbias += dy
-    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
-    tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask)
+    tl.store(
+        partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask
+    )
+    tl.store(
+        partial_db_ptr + chunk * n_cols + cols, tl.sum(dbias, axis=0), mask=col_mask
+    )
 
 
 # The forward kernel gives each thread about FORWARD_VALUES_PER_THREAD values, with at
@@ -371,7 +406,11 @@ def forward_launch(
     acc = accumulator(dtype)
     chunk = FORWARD_CHUNK
     if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
-        options = {"ACC": acc, "CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)}
+        options = {
+            "ACC": acc,
+            "CHUNK": chunk,
+            "num_warps": warps_for(chunk, per_thread=8),
+        }
         return "chunked", (n_rows,), options
     rows = max(1, FORWARD_TILE // block)
     options = {
@@ -440,7 +479,9 @@ def _fused_backward(grad_rows, rows, weight, mean, rstd, dx):
     rows_per_tile = max(1, BACKWARD_TILE // block)
     num_warps = warps_for(rows_per_tile * block)
     n_tiles = cdiv(n_rows, rows_per_tile)
-    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
+    n_partials = resident_programs(
+        n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM
+    )
     partial_dw = torch.empty(n_partials, n_cols, dtype=mean.dtype, device=rows.device)
     partial_db = torch.empty_like(partial_dw)
     launch(
@@ -512,16 +553,20 @@ def _backward(dy, x, weight, mean, rstd):
     if n_rows == 0:
         return dx.view_as(x), torch.zeros_like(weight), torch.zeros_like(weight)
     if n_cols <= FUSED_BACKWARD_MAX_COLS:
-        partial_dw, partial_db = _fused_backward(grad_rows, rows, weight, mean, rstd, dx)
+        partial_dw, partial_db = _fused_backward(
+            grad_rows, rows, weight, mean, rstd, dx
+        )
     else:
-        partial_dw, partial_db = _two_kernel_backward(grad_rows, rows, weight, mean, rstd, dx)
+        partial_dw, partial_db = _two_kernel_backward(
+            grad_rows, rows, weight, mean, rstd, dx
+        )
     dweight, dbias = torch.empty_like(weight), torch.empty_like(weight)
     column_sums(partial_dw, dweight, partial_db, dbias)
     return dx.view_as(x), dweight, dbias
 
 
 class LayerNormFunction(torch.autograd.Function):
-    """Autograd wiring: the forward kernel, and the backward kernels for its gradients."""
+    """Autograd wiring: the forward kernel and the kernels for its gradients."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
@@ -546,7 +591,9 @@ def layer_norm(
     ``weight`` and ``bias``: one value per column, of ``x``'s dtype; ``eps``: added to
     the variance.
     """
-    eps = check_normalisation(x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES)
+    eps = check_normalisation(
+        x, {"weight": weight, "bias": bias}, eps, MAX_COLS, ROW_DTYPES
+    )
     if needs_grad(x, weight, bias):
         return LayerNormFunction.apply(x, weight, bias, eps)
     # Without a gradient to record, autograd's Function machinery is skipped, and with
@@ -567,10 +614,16 @@ ROW_SWEEP_COLS = 4096
 
 
 def _inputs(
-    rows: int, n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    rows: int,
+    n_cols: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
-    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(
+        n_cols, dtype=dtype, device=device, generator=generator
+    )
     bias = 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
     return x, weight, bias
 
@@ -594,7 +647,12 @@ def make_backward_inputs(
 ) -> tuple[torch.Tensor, ...]:
     """The forward inputs, and a random gradient of the output."""
     x, weight, bias = make_inputs(n_cols, dtype, device, generator)
-    return x, weight, bias, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+    return (
+        x,
+        weight,
+        bias,
+        torch.randn(x.shape, dtype=dtype, device=device, generator=generator),
+    )
 
 
 def forward_bytes(n_cols: int, dtype: torch.dtype) -> int:

@@ -41,7 +41,9 @@ def functional_api() -> ModuleType:
     try:
         return _functional()
     except ImportError as error:
-        raise ProviderUnavailable(f"{DISTRIBUTION} cannot be imported here ({error})") from None
+        raise ProviderUnavailable(
+            f"{DISTRIBUTION} cannot be imported here ({error})"
+        ) from None
 
 
 def installed_version() -> str | None:
@@ -59,7 +61,9 @@ def installed_version() -> str | None:
 
 def _check_row(x: torch.Tensor, op: str) -> None:
     if x.shape[-1] > MAX_ROW:
-        raise ProviderUnavailable(f"Liger-Kernel's {op} takes rows of at most {MAX_ROW:,} values")
+        raise ProviderUnavailable(
+            f"Liger-Kernel's {op} takes rows of at most {MAX_ROW:,} values"
+        )
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -100,7 +104,9 @@ def cross_entropy(
     return api.liger_cross_entropy(logits, targets, ignore_index=ignore_index)
 
 
-def cross_entropy_backward_alone(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def cross_entropy_backward_alone(
+    logits: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
     """Stands for Liger-Kernel in a benchmark that times the backward pass alone, which
     has no counterpart there: raises :class:`ProviderUnavailable` saying why."""
     raise ProviderUnavailable(

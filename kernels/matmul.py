@@ -40,7 +40,9 @@ ACTIVATIONS = ("none", "relu", "gelu")
 
 
 @triton.jit
-def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+def grouped_tile(
+    pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr
+):
     """The (row, column) of the tile of ``C`` that program ``pid`` computes.
 
     Programs walk down a group of GROUP_M tile rows column by column, instead of along a
@@ -60,11 +62,12 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 @triton.jit
 def gelu_tanh(x):
-    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) = sigmoid(2z).
+    """GELU, tanh approximation, written with a sigmoid: 0.5 * (1 + tanh(z)) =
+    sigmoid(2z).
 
     The sigmoid takes ``exp`` of ``-|2z|`` only, which is at most 1: ``exp(-2z)`` for a
-    large negative ``z`` would overflow to infinity (the result would still be right,
-    0, but by way of an overflow). A NaN stays NaN."""
+    large negative ``z`` would overflow to infinity (the result would still be right, 0,
+    but by way of an overflow). A NaN stays NaN."""
     two_z = 1.5957691216057308 * (x + 0.044715 * x * x * x)
     e = tl.exp(-tl.abs(two_z))
     sigmoid = tl.where(two_z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
@@ -141,9 +144,17 @@ def matmul_kernel(
 
 @triton.jit
 def _descriptor_tiles(
-    a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # fmt: skip
+    a_desc,
+    b_desc,
+    tile_m,
+    tile_n,
+    k,
+    A_TRANSPOSED: tl.constexpr,
+    B_TRANSPOSED: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     # Step k of output tile (tile_m, tile_n): the BLOCK_M x BLOCK_K tile of A and the
     # BLOCK_K x BLOCK_N tile of B, each loaded through its descriptor; a transposed
     # operand's descriptor describes its transpose, whose tile is loaded and transposed.
@@ -159,8 +170,18 @@ def _descriptor_tiles(
 
 
 @triton.jit
-def _store_tile(c, acc, tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+def _store_tile(
+    c,
+    acc,
+    tile_m,
+    tile_n,
+    M,
+    N,
+    stride_cm,
+    C_DESCRIPTOR: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     # The finished tile into C: through its descriptor, or where C's rows do not start
     # on 16-byte boundaries (an odd N), as the pointer kernel stores it. C is written
     # once, so only this store is unvectorised, not the loads of the loop along K.
@@ -197,8 +218,8 @@ def matmul_tma_kernel(
     # later): a descriptor knows the matrix's shape and strides, the kernel names a tile
     # by the coordinates of its corner, and the copy engine fetches it into shared
     # memory without the threads computing an address. Parts of a tile outside the
-    # matrix read as zero and are not written, so no masks are needed.
-    # A descriptor needs contiguous rows. An operand whose columns are contiguous instead
+    # matrix read as zero and are not written, so no masks are needed. A descriptor
+    # needs contiguous rows. An operand whose columns are contiguous instead
     # (A_TRANSPOSED, B_TRANSPOSED; a linear layer's weight w read as w.t()) comes as a
     # descriptor of its transpose: the kernel loads a tile of that and transposes it.
     # The transpose need not move data on Hopper: its tensor-core instruction reads
@@ -206,32 +227,88 @@ def matmul_tma_kernel(
     tile_m, tile_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED, B_TRANSPOSED,
-                                 BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
+        a, b = _descriptor_tiles(
+            a_desc,
+            b_desc,
+            tile_m,
+            tile_n,
+            k,
+            A_TRANSPOSED,
+            B_TRANSPOSED,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+        )
         acc = tile_dot(a, b, acc)
     acc = epilogue(acc, ACTIVATION)
     # DTYPE is C's type, which C knows too; as an argument it enters the autotune key,
-    # which a descriptor does not. M_BUCKET is there for the key alone. C is a descriptor
-    # when C_DESCRIPTOR, else a pointer whose rows are stride_cm apart.
-    _store_tile(c, acc.to(DTYPE), tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR, BLOCK_M,
-                BLOCK_N)  # fmt: skip
+    # which a descriptor does not. M_BUCKET is there for the key alone. C is a
+    # descriptor when C_DESCRIPTOR, else a pointer whose rows are stride_cm apart.
+    _store_tile(
+        c,
+        acc.to(DTYPE),
+        tile_m,
+        tile_n,
+        M,
+        N,
+        stride_cm,
+        C_DESCRIPTOR,
+        BLOCK_M,
+        BLOCK_N,
+    )
 
 
 @triton.jit
-def _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION: tl.constexpr,
-                 DTYPE: tl.constexpr, C_DESCRIPTOR: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr):  # fmt: skip
+def _finish_tile(
+    c,
+    acc,
+    tile_m,
+    tile_n,
+    M,
+    N,
+    stride_cm,
+    ACTIVATION: tl.constexpr,
+    DTYPE: tl.constexpr,
+    C_DESCRIPTOR: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     # A tile's whole sum, through the activation, rounded and stored into C.
     acc = epilogue(acc, ACTIVATION)
-    _store_tile(c, acc.to(DTYPE), tile_m, tile_n, M, N, stride_cm, C_DESCRIPTOR, BLOCK_M,
-                BLOCK_N)  # fmt: skip
+    _store_tile(
+        c,
+        acc.to(DTYPE),
+        tile_m,
+        tile_n,
+        M,
+        N,
+        stride_cm,
+        C_DESCRIPTOR,
+        BLOCK_M,
+        BLOCK_N,
+    )
 
 
 @triton.jit
-def _add_up_pieces(acc, partials, counters, tail_tile, piece_slot, split, c, tile_m, tile_n,
-                   M, N, stride_cm, ACTIVATION: tl.constexpr, DTYPE: tl.constexpr,
-                   C_DESCRIPTOR: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr):  # fmt: skip
+def _add_up_pieces(
+    acc,
+    partials,
+    counters,
+    tail_tile,
+    piece_slot,
+    split,
+    c,
+    tile_m,
+    tile_n,
+    M,
+    N,
+    stride_cm,
+    ACTIVATION: tl.constexpr,
+    DTYPE: tl.constexpr,
+    C_DESCRIPTOR: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     # One piece of a split tile: its partial sum goes to memory, and the piece that
     # arrives last adds up all of them, in the order of the pieces (so that the result
     # does not depend on which came last), stores the tile and resets the tile's counter
@@ -239,7 +316,11 @@ def _add_up_pieces(acc, partials, counters, tail_tile, piece_slot, split, c, til
     # memory by then: a second tile of float32 would not fit in the registers beside it.
     cells = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tile_cells = BLOCK_M * BLOCK_N
-    tl.store(partials + piece_slot.to(tl.int64) * tile_cells + cells, acc, cache_modifier=".cg")
+    tl.store(
+        partials + piece_slot.to(tl.int64) * tile_cells + cells,
+        acc,
+        cache_modifier=".cg",
+    )
     # Every thread's part of the partial is written before the count says it is there.
     tl.debug_barrier()
     arrived = tl.atomic_add(counters + tail_tile, 1, sem="acq_rel", scope="gpu")
@@ -247,10 +328,24 @@ def _add_up_pieces(acc, partials, counters, tail_tile, piece_slot, split, c, til
         first = (piece_slot - piece_slot % split).to(tl.int64)
         acc = tl.load(partials + first * tile_cells + cells, cache_modifier=".cg")
         for piece in range(1, split):
-            acc += tl.load(partials + (first + piece) * tile_cells + cells, cache_modifier=".cg")
+            acc += tl.load(
+                partials + (first + piece) * tile_cells + cells, cache_modifier=".cg"
+            )
         tl.atomic_xchg(counters + tail_tile, 0)
-        _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION, DTYPE, C_DESCRIPTOR,
-                     BLOCK_M, BLOCK_N)  # fmt: skip
+        _finish_tile(
+            c,
+            acc,
+            tile_m,
+            tile_n,
+            M,
+            N,
+            stride_cm,
+            ACTIVATION,
+            DTYPE,
+            C_DESCRIPTOR,
+            BLOCK_M,
+            BLOCK_N,
+        )
 
 
 @triton.jit
@@ -295,7 +390,8 @@ def matmul_tma_persistent_kernel(
     k_steps = tl.cdiv(K, BLOCK_K)
     tail = tiles % SLOTS
     split = tl.minimum(tl.minimum(SLOTS // tl.maximum(tail, 1), max_split), k_steps)
-    # No split with less than a full round (every tile already runs at once) or none left.
+    # No split with less than a full round (every tile already runs at once) or none
+    # left.
     if tiles < SLOTS or tail == 0:
         split = 1
     whole = tiles - tail if split > 1 else tiles
@@ -311,16 +407,54 @@ def matmul_tma_persistent_kernel(
         tile_m, tile_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(k_first, k_end):
-            a, b = _descriptor_tiles(a_desc, b_desc, tile_m, tile_n, k, A_TRANSPOSED,
-                                     B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
+            a, b = _descriptor_tiles(
+                a_desc,
+                b_desc,
+                tile_m,
+                tile_n,
+                k,
+                A_TRANSPOSED,
+                B_TRANSPOSED,
+                BLOCK_M,
+                BLOCK_N,
+                BLOCK_K,
+            )
             acc = tile_dot(a, b, acc)
         if unit < whole:
-            _finish_tile(c, acc, tile_m, tile_n, M, N, stride_cm, ACTIVATION, DTYPE,
-                         C_DESCRIPTOR, BLOCK_M, BLOCK_N)  # fmt: skip
+            _finish_tile(
+                c,
+                acc,
+                tile_m,
+                tile_n,
+                M,
+                N,
+                stride_cm,
+                ACTIVATION,
+                DTYPE,
+                C_DESCRIPTOR,
+                BLOCK_M,
+                BLOCK_N,
+            )
         else:
-            _add_up_pieces(acc, partials, counters, tile - whole, piece_slot, split, c, tile_m,
-                           tile_n, M, N, stride_cm, ACTIVATION, DTYPE, C_DESCRIPTOR, BLOCK_M,
-                           BLOCK_N)  # fmt: skip
+            _add_up_pieces(
+                acc,
+                partials,
+                counters,
+                tile - whole,
+                piece_slot,
+                split,
+                c,
+                tile_m,
+                tile_n,
+                M,
+                N,
+                stride_cm,
+                ACTIVATION,
+                DTYPE,
+                C_DESCRIPTOR,
+                BLOCK_M,
+                BLOCK_N,
+            )
 
 
 @triton.jit
@@ -335,7 +469,9 @@ def tile_order_kernel(order_ptr, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 def tile_order(tiles_m: int, tiles_n: int, group_m: int) -> torch.Tensor:
     """Which program computes each tile of ``C``: a (tiles_m, tiles_n) matrix of program
     numbers, made by :func:`grouped_tile` itself (``group_m=1`` is row-major order)."""
-    order = torch.full((tiles_m, tiles_n), -1, dtype=torch.int32, device=kernel_device())
+    order = torch.full(
+        (tiles_m, tiles_n), -1, dtype=torch.int32, device=kernel_device()
+    )
     tile_order_kernel[(tiles_m * tiles_n,)](order, tiles_m, tiles_n, GROUP_M=group_m)
     return order
 
@@ -363,17 +499,27 @@ def _tiles(
 def _set_descriptor_tiles(args: dict) -> None:
     # A descriptor carries the shape of the tiles it moves: set it to the tile sizes of
     # the configuration about to run (called by autotune before each launch).
-    tiles = _tiles(args["BLOCK_M"], args["BLOCK_N"], args["BLOCK_K"], args["A_TRANSPOSED"],
-                   args["B_TRANSPOSED"])  # fmt: skip
+    tiles = _tiles(
+        args["BLOCK_M"],
+        args["BLOCK_N"],
+        args["BLOCK_K"],
+        args["A_TRANSPOSED"],
+        args["B_TRANSPOSED"],
+    )
     for name, tile in zip(("a_desc", "b_desc", "c"), tiles, strict=True):
         if isinstance(args[name], TensorDescriptor):  # C may be a pointer instead
             args[name].block_shape = tile
 
 
-def _with_pre_hook(config: triton.Config, pre_hook: Callable[[dict], None] | None) -> triton.Config:
+def _with_pre_hook(
+    config: triton.Config, pre_hook: Callable[[dict], None] | None
+) -> triton.Config:
     """``config`` with ``pre_hook`` run before each launch that uses it."""
     return triton.Config(
-        config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages, pre_hook=pre_hook
+        config.kwargs,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        pre_hook=pre_hook,
     )
 
 
@@ -413,7 +559,9 @@ SKINNY_ROWS = 64
 # (and a partial group) appear in small test matrices. BLOCK_K differs from the other
 # two, so that a tile of a transposed operand given the wrong shape fails the tests.
 INTERPRETER_CONFIG = triton.Config(
-    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32, "GROUP_M": 2}, num_stages=1, num_warps=4
+    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32, "GROUP_M": 2},
+    num_stages=1,
+    num_warps=4,
 )
 
 
@@ -433,7 +581,9 @@ def _candidates(configs: list[triton.Config], named_args: dict, **kwargs: object
     ]
 
 
-def candidate_gpu_time(kernel_call: Callable[[], None], quantiles: list[float]) -> list[float]:
+def candidate_gpu_time(
+    kernel_call: Callable[[], None], quantiles: list[float]
+) -> list[float]:
     """How autotune times a candidate configuration: replays of a CUDA graph of many
     calls (``triton.testing.do_bench_cudagraph``), so the time is the GPU's alone.
 
@@ -442,7 +592,9 @@ def candidate_gpu_time(kernel_call: Callable[[], None], quantiles: list[float]) 
     them far slower than cuBLAS; the cause was not measured. A replay has no Python
     between the kernels, so the host's launch is not in the time. It does not flush the
     L2 between calls, which the candidates share alike."""
-    return triton.testing.do_bench_cudagraph(kernel_call, rep=TUNING_REP_MS, quantiles=quantiles)
+    return triton.testing.do_bench_cudagraph(
+        kernel_call, rep=TUNING_REP_MS, quantiles=quantiles
+    )
 
 
 # Milliseconds of replays per candidate (do_bench_cudagraph's default).
@@ -463,7 +615,8 @@ tuned_matmul_kernel = triton.autotune(
 
 tuned_matmul_tma_kernel = triton.autotune(
     configs=[
-        _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
+        _with_pre_hook(config, _set_descriptor_tiles)
+        for config in HOPPER_CONFIGS + SKINNY_CONFIGS
     ],
     key=[*TUNING_KEY, "DTYPE", "C_DESCRIPTOR"],
     prune_configs_by={"early_config_prune": _candidates},
@@ -472,18 +625,20 @@ tuned_matmul_tma_kernel = triton.autotune(
 
 tuned_matmul_tma_persistent_kernel = triton.autotune(
     configs=[
-        _with_pre_hook(config, _set_descriptor_tiles) for config in HOPPER_CONFIGS + SKINNY_CONFIGS
+        _with_pre_hook(config, _set_descriptor_tiles)
+        for config in HOPPER_CONFIGS + SKINNY_CONFIGS
     ],
     key=[*TUNING_KEY, "DTYPE", "C_DESCRIPTOR", "PROGRAMS"],
     prune_configs_by={"early_config_prune": _candidates},
     do_bench=candidate_gpu_time,
 )(matmul_tma_persistent_kernel)
 
-# Outputs of at least this many values take the persistent kernel where TMA applies, with
-# PROGRAMS_PER_SM programs per multiprocessor. On an H200 (bf16) it ran 0.96-1.07x cuBLAS
-# from 2048 x 2048 up, square and with a transposed B, where one program per tile ran
-# 0.77-0.99x; at 1024 x 1024 with a transposed B it fell to 0.46x, where one program per
-# tile kept 0.99x. Two programs per SM beat one at 1024 x 1024 (0.98x against 0.42x).
+# Outputs of at least this many values take the persistent kernel where TMA applies,
+# with PROGRAMS_PER_SM programs per multiprocessor. On an H200 (bf16) it ran 0.96-1.07x
+# cuBLAS from 2048 x 2048 up, square and with a transposed B, where one program per tile
+# ran 0.77-0.99x; at 1024 x 1024 with a transposed B it fell to 0.46x, where one program
+# per tile kept 0.99x. Two programs per SM beat one at 1024 x 1024 (0.98x against
+# 0.42x).
 PERSISTENT_MIN_OUTPUT = 2048 * 2048
 PROGRAMS_PER_SM = 2
 INTERPRETER_SLOTS = 4
@@ -505,16 +660,21 @@ MAX_SPLIT = 4
 # another, on two streams they would share counters.
 _SPLIT_BUFFERS: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 _LARGEST_TILE = max(
-    cfg.kwargs["BLOCK_M"] * cfg.kwargs["BLOCK_N"] for cfg in HOPPER_CONFIGS + SKINNY_CONFIGS
+    cfg.kwargs["BLOCK_M"] * cfg.kwargs["BLOCK_N"]
+    for cfg in HOPPER_CONFIGS + SKINNY_CONFIGS
 )
 
 
-def tail_split_args(device: torch.device, slots: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+def tail_split_args(
+    device: torch.device, slots: int
+) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The persistent kernel's ``partials``, ``counters`` and ``max_split`` for a launch
     on ``device``'s current stream. Inside a CUDA graph capture on a stream that has no
     buffers yet, zeroed counters cannot be made (the zeroing would only be captured):
     there the kernel does not split (``max_split`` 1) and the buffers are never read."""
-    stream = None if device.type != "cuda" else torch.cuda.current_stream(device).cuda_stream
+    stream = (
+        None if device.type != "cuda" else torch.cuda.current_stream(device).cuda_stream
+    )
     key = (device, stream, slots)
     found = _SPLIT_BUFFERS.get(key)
     if found is None:
@@ -573,22 +733,23 @@ ALIGNED_COPY_MIN_REUSE = 64
 
 
 def aligned_copy(matrix: torch.Tensor) -> torch.Tensor:
-    """A copy of ``matrix`` (2-D) whose rows start on TMA_ALIGN_BYTES boundaries: the same
-    shape and values, in a buffer whose rows are padded to a multiple of 16 bytes. The
-    padding is never read: a descriptor of the copy has the matrix's own shape."""
+    """A copy of ``matrix`` (2-D) whose rows start on TMA_ALIGN_BYTES boundaries: the
+    same shape and values, in a buffer whose rows are padded to a multiple of 16 bytes.
+    The padding is never read: a descriptor of the copy has the matrix's own shape."""
     rows, cols = matrix.shape
     per_row = TMA_ALIGN_BYTES // matrix.element_size()
-    buffer = torch.empty((rows, cdiv(cols, per_row) * per_row), dtype=matrix.dtype,
-                         device=matrix.device)  # fmt: skip
+    buffer = torch.empty(
+        (rows, cdiv(cols, per_row) * per_row), dtype=matrix.dtype, device=matrix.device
+    )
     copy = buffer[:, :cols]
     copy.copy_(matrix)
     return copy
 
 
 def _readable_rows(rows: torch.Tensor, reuse: int) -> torch.Tensor:
-    """An operand as a descriptor sees it (``rows``), as the kernels will read it: itself
-    where TMA can, else an aligned copy where the product uses each value ``reuse``
-    times, at least ALIGNED_COPY_MIN_REUSE."""
+    """An operand as a descriptor sees it (``rows``), as the kernels will read it:
+    itself where TMA can, else an aligned copy where the product uses each value
+    ``reuse`` times, at least ALIGNED_COPY_MIN_REUSE."""
     if tma_ready(rows) or reuse < ALIGNED_COPY_MIN_REUSE:
         return rows
     return aligned_copy(rows)
@@ -646,21 +807,35 @@ class _TmaPlan:
     def reads_in_place(self, a: torch.Tensor, b: torch.Tensor) -> bool:
         """Whether the operands this plan reads in place start on 16-byte boundaries, as
         when it was made (the rest of what tma_ready checks is in the plan's key)."""
-        in_place = (t for t, copied in zip((a, b), self.copied, strict=True) if not copied)
+        in_place = (
+            t for t, copied in zip((a, b), self.copied, strict=True) if not copied
+        )
         return not any(t.data_ptr() % TMA_ALIGN_BYTES for t in in_place)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         """Launch the planned kernel for ``a @ b`` into ``c``."""
         descriptors = [
             _descriptor(aligned_copy(t) if copied else t, *view)
-            for t, copied, view in zip(self._as_read(a, b), self.copied, self.views, strict=False)
+            for t, copied, view in zip(
+                self._as_read(a, b), self.copied, self.views, strict=False
+            )
         ]
         c_view = self.views[2]
         c_arg = c if c_view is None else _descriptor(c, *c_view)
         split = () if self.slots is None else tail_split_args(c.device, self.slots)
-        launch(self.kernel, self.grid, *descriptors, c_arg, *self.sizes, *split, **self.options)
+        launch(
+            self.kernel,
+            self.grid,
+            *descriptors,
+            c_arg,
+            *self.sizes,
+            *split,
+            **self.options,
+        )
 
-    def _as_read(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _as_read(
+        self, a: torch.Tensor, b: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         # Each operand as its descriptor sees it; a view in place needs only its start.
         return (
             a.t() if self.options["A_TRANSPOSED"] else a,
@@ -687,16 +862,26 @@ def _plan_tma(
     options = chosen[1]
     M, N = sizes[0], sizes[1]
     tiles_m, tiles_n = cdiv(M, options["BLOCK_M"]), cdiv(N, options["BLOCK_N"])
-    grid = (tiles_m * tiles_n if programs is None else min(programs, tiles_m * tiles_n),)
-    tiles = _tiles(options["BLOCK_M"], options["BLOCK_N"], options["BLOCK_K"],
-                   constexprs["A_TRANSPOSED"], constexprs["B_TRANSPOSED"])  # fmt: skip
+    grid = (
+        tiles_m * tiles_n if programs is None else min(programs, tiles_m * tiles_n),
+    )
+    tiles = _tiles(
+        options["BLOCK_M"],
+        options["BLOCK_N"],
+        options["BLOCK_K"],
+        constexprs["A_TRANSPOSED"],
+        constexprs["B_TRANSPOSED"],
+    )
     views = [
-        (tuple(t.shape), tuple(t.stride()), tile) for t, tile in zip(matrices, tiles, strict=True)
+        (tuple(t.shape), tuple(t.stride()), tile)
+        for t, tile in zip(matrices, tiles, strict=True)
     ]
     if not constexprs["C_DESCRIPTOR"]:
         views[2] = None
     slots = constexprs.get("SLOTS")
-    return _TmaPlan(tuner.fn, grid, tuple(views), copied, sizes, {**constexprs, **options}, slots)
+    return _TmaPlan(
+        tuner.fn, grid, tuple(views), copied, sizes, {**constexprs, **options}, slots
+    )
 
 
 def _grid(M: int, N: int):
@@ -705,17 +890,23 @@ def _grid(M: int, N: int):
 
 def _persistent_grid(M: int, N: int, programs: int):
     # No more programs than tiles.
-    return lambda meta: (min(programs, cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
+    return lambda meta: (
+        min(programs, cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),
+    )
 
 
-def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Tensor, torch.Tensor]:
+def check_matmul_inputs(
+    a: object, b: object, activation: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Check the operands of :func:`matmul`; raise an error naming the bad argument."""
     # Any strides: the kernels read transposed and sliced matrices in place.
     a = check_tensor("a", a, MATMUL_DTYPES, contiguous=False)
     b = check_tensor("b", b, MATMUL_DTYPES, contiguous=False)
     for name, tensor in (("a", a), ("b", b)):
         if tensor.dim() != 2:
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)}; it must be a matrix (2-D)")
+            raise ValueError(
+                f"{name} has shape {tuple(tensor.shape)}; it must be a matrix (2-D)"
+            )
     if a.dtype != b.dtype:
         raise TypeError(
             f"a is {str(a.dtype).removeprefix('torch.')} but b is "
@@ -733,7 +924,11 @@ def check_matmul_inputs(a: object, b: object, activation: str) -> tuple[torch.Te
 
 
 def matmul(
-    a: torch.Tensor, b: torch.Tensor, activation: str = "none", *, aligned_copies: bool = True
+    a: torch.Tensor,
+    b: torch.Tensor,
+    activation: str = "none",
+    *,
+    aligned_copies: bool = True,
 ) -> torch.Tensor:
     """``activation(a @ b)`` by :func:`matmul_tma_kernel` (or its persistent form) or
     :func:`matmul_kernel`, in the dtype of the inputs.
@@ -753,12 +948,21 @@ def matmul(
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     # Both TMA paths below, a planned launch and a first one, build descriptors, which
-    # need the thread bound to the device's context (once per thread: a cheap check after).
+    # need the thread bound to the device's context (once per thread: a cheap check
+    # after).
     bind_cuda_context(a.device)
     # A shape and layout launched before through TMA: its plan, if the operands it reads
     # in place start on 16-byte boundaries as TMA needs (the rest is in the key).
-    key = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, activation,
-           aligned_copies)  # fmt: skip
+    key = (
+        a.shape,
+        b.shape,
+        a.stride(),
+        b.stride(),
+        a.dtype,
+        a.device,
+        activation,
+        aligned_copies,
+    )
     plan = _tma_plans.get(key)
     if plan is not None and plan.reads_in_place(a, b):
         plan.run(a, b, c)
@@ -769,48 +973,69 @@ def matmul(
         # An empty sum is zero, and both activations map zero to zero.
         return c.zero_()
     layout = {"A_TRANSPOSED": transposed(a), "B_TRANSPOSED": transposed(b)}
-    # Each operand as a descriptor sees it (a transposed one as its transpose), copied to
-    # aligned rows where TMA cannot read it in place and the product repays the copy.
+    # Each operand as a descriptor sees it (a transposed one as its transpose), copied
+    # to aligned rows where TMA cannot read it in place and the product repays the copy.
     a_seen = a.t() if layout["A_TRANSPOSED"] else a
     b_seen = b.t() if layout["B_TRANSPOSED"] else b
-    a_rows, b_rows = (a_seen, b_seen) if not aligned_copies else (
-        _readable_rows(a_seen, reuse=N), _readable_rows(b_seen, reuse=M))  # fmt: skip
+    a_rows, b_rows = (
+        (a_seen, b_seen)
+        if not aligned_copies
+        else (_readable_rows(a_seen, reuse=N), _readable_rows(b_seen, reuse=M))
+    )
     copied = (a_rows is not a_seen, b_rows is not b_seen)
     sizes = (M, N, K, row_block(M), c.stride(0))
     if tma_applies(a_rows, b_rows):
         c_descriptor = tma_ready(c)
         descriptors = [_descriptor(t) for t in (a_rows, b_rows)]
         c_arg = _descriptor(c) if c_descriptor else c
-        constexprs = {"ACTIVATION": activation, "DTYPE": TRITON_DTYPES[a.dtype],
-                      "C_DESCRIPTOR": c_descriptor, **layout}  # fmt: skip
+        constexprs = {
+            "ACTIVATION": activation,
+            "DTYPE": TRITON_DTYPES[a.dtype],
+            "C_DESCRIPTOR": c_descriptor,
+            **layout,
+        }
         split: tuple = ()
         if M * N >= PERSISTENT_MIN_OUTPUT:
             # The interpreter plays a GPU of four SMs, one program on each.
             slots = INTERPRETER_SLOTS if interpreted() else multiprocessors(a.device)
             programs = slots if interpreted() else PROGRAMS_PER_SM * slots
             constexprs |= {"PROGRAMS": programs, "SLOTS": slots, "FLATTEN": True}
-            tuner, grid = tuned_matmul_tma_persistent_kernel, _persistent_grid(M, N, programs)
+            tuner, grid = (
+                tuned_matmul_tma_persistent_kernel,
+                _persistent_grid(M, N, programs),
+            )
             split = tail_split_args(a.device, slots)
         else:
             programs, tuner, grid = None, tuned_matmul_tma_kernel, _grid(M, N)
-        chosen = launch_tuned(tuner, grid, *descriptors, c_arg, *sizes, *split, **constexprs)
-        _tma_plans[key] = _plan_tma(tuner, chosen, (a_rows, b_rows, c), copied, sizes, programs,
-                                    constexprs)  # fmt: skip
+        chosen = launch_tuned(
+            tuner, grid, *descriptors, c_arg, *sizes, *split, **constexprs
+        )
+        _tma_plans[key] = _plan_tma(
+            tuner, chosen, (a_rows, b_rows, c), copied, sizes, programs, constexprs
+        )
     else:
         a_read = a_rows.t() if layout["A_TRANSPOSED"] else a_rows
         b_read = b_rows.t() if layout["B_TRANSPOSED"] else b_rows
         launch_tuned(
-            tuned_matmul_kernel, _grid(M, N),
-            a_read, b_read, c, *sizes[:4], *a_read.stride(), *b_read.stride(), *c.stride(),
-            ACTIVATION=activation, **layout,
-        )  # fmt: skip
+            tuned_matmul_kernel,
+            _grid(M, N),
+            a_read,
+            b_read,
+            c,
+            *sizes[:4],
+            *a_read.stride(),
+            *b_read.stride(),
+            *c.stride(),
+            ACTIVATION=activation,
+            **layout,
+        )
     return c
 
 
 class MatmulFunction(torch.autograd.Function):
     """Autograd wiring: for ``C = activation(Z)``, ``Z = A @ B``, the backward pass
-    applies the activation's derivative to ``dC``, giving ``dZ``, then computes
-    ``dA = dZ @ B^T`` and ``dB = A^T @ dZ`` with :func:`matmul`; the transposes are views,
+    applies the activation's derivative to ``dC``, giving ``dZ``, then computes ``dA =
+    dZ @ B^T`` and ``dB = A^T @ dZ`` with :func:`matmul`; the transposes are views,
     which the kernels read in place, and each gradient is laid out as its operand."""
 
     @staticmethod
@@ -818,8 +1043,9 @@ class MatmulFunction(torch.autograd.Function):
         # Autograd runs this with grad mode off: matmul launches the kernel.
         ctx.activation, ctx.aligned_copies = activation, aligned_copies
         if activation == "gelu":
-            # GELU's derivative needs its input Z, which the fused epilogue never writes:
-            # here the kernel writes Z and PyTorch applies GELU, as in eager PyTorch.
+            # GELU's derivative needs its input Z, which the fused epilogue never
+            # writes: here the kernel writes Z and PyTorch applies GELU, as in eager
+            # PyTorch.
             z = matmul(a, b, aligned_copies=aligned_copies)
             ctx.save_for_backward(a, b, z)
             return torch.nn.functional.gelu(z, approximate="tanh")
@@ -842,8 +1068,16 @@ class MatmulFunction(torch.autograd.Function):
         else:
             dz = dc
         copies = ctx.aligned_copies
-        da = _product_laid_out_as(a, dz, b.t(), copies) if ctx.needs_input_grad[0] else None
-        db = _product_laid_out_as(b, a.t(), dz, copies) if ctx.needs_input_grad[1] else None
+        da = (
+            _product_laid_out_as(a, dz, b.t(), copies)
+            if ctx.needs_input_grad[0]
+            else None
+        )
+        db = (
+            _product_laid_out_as(b, a.t(), dz, copies)
+            if ctx.needs_input_grad[1]
+            else None
+        )
         return da, db, None, None
 
 
@@ -858,7 +1092,9 @@ def _product_laid_out_as(
     return matmul(left, right, aligned_copies=aligned_copies)
 
 
-def torch_matmul(a: torch.Tensor, b: torch.Tensor, activation: str = "none") -> torch.Tensor:
+def torch_matmul(
+    a: torch.Tensor, b: torch.Tensor, activation: str = "none"
+) -> torch.Tensor:
     """The same in PyTorch: ``torch.matmul`` (cuBLAS on the GPU), then the activation."""
     c = torch.matmul(a, b)
     if activation == "relu":
@@ -1039,5 +1275,9 @@ LINEAR_BENCHMARK = BenchmarkSpec(
     torch_eager=torch.matmul,
     work=linear_flops,
     baselines=CUBLAS,
-    details={"M": LINEAR_TOKENS, "K": LINEAR_K, "layout": "x @ w.t(), w a contiguous N x K matrix"},
+    details={
+        "M": LINEAR_TOKENS,
+        "K": LINEAR_K,
+        "layout": "x @ w.t(), w a contiguous N x K matrix",
+    },
 )

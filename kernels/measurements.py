@@ -81,16 +81,50 @@ LAUNCH_LOOPS = ("Triton", "bare launch", "PyTorch")
 # The series of launch_overhead that must hold a time for every launcher: the table
 # and the page subtract one from the other.
 _LAUNCH_TIMED = ("Triton", "bare launch")
-_LAUNCH_KEYS = ("benchmark", "metric", "x_name", "x", "series", "final_wait_us", "inputs",
-                "code", "environment")  # fmt: skip
+_LAUNCH_KEYS = (
+    "benchmark",
+    "metric",
+    "x_name",
+    "x",
+    "series",
+    "final_wait_us",
+    "inputs",
+    "code",
+    "environment",
+)
 # Keys of a rate record that a launch_overhead record must not have (see the docstring).
-_RATE_ONLY_KEYS = ("work", "call_series", "ceiling", "dtype", "same_size_copy", "peak_memory_mb")
-ENVIRONMENT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "date", "command")
+_RATE_ONLY_KEYS = (
+    "work",
+    "call_series",
+    "ceiling",
+    "dtype",
+    "same_size_copy",
+    "peak_memory_mb",
+)
+ENVIRONMENT_KEYS = (
+    "gpu",
+    "driver",
+    "cuda",
+    "torch",
+    "triton",
+    "python",
+    "date",
+    "command",
+)
 # Keys every file has; anything else goes into Measurement.details.
 _REQUIRED_KEYS = (
-    "benchmark", "metric", "x_name", "dtype", "x", "work", "series", "call_series",
-    "ceiling", "code", "environment",
-)  # fmt: skip
+    "benchmark",
+    "metric",
+    "x_name",
+    "dtype",
+    "x",
+    "work",
+    "series",
+    "call_series",
+    "ceiling",
+    "code",
+    "environment",
+)
 _OPTIONAL_KEYS = ("unavailable", "same_size_copy", "peak_memory_mb")
 # A record is a few hundred lines of JSON; anything far larger is not one.
 MAX_FILE_BYTES = 1_000_000
@@ -273,7 +307,9 @@ def gpu_slug(device_name: str) -> str:
         if word and not _NOT_THE_MODEL.fullmatch(word)
     ]
     if not words or not _DEVICE_NAME.fullmatch(device_name):
-        raise MeasurementError(f"cannot name a records folder after the GPU {device_name!r}")
+        raise MeasurementError(
+            f"cannot name a records folder after the GPU {device_name!r}"
+        )
     return "-".join(words)
 
 
@@ -281,7 +317,9 @@ def gpu_dir(gpu: str | None = None) -> Path:
     """The folder of ``gpu``'s records (a :func:`gpu_slug`; the primary GPU's by default)."""
     gpu = PRIMARY_GPU if gpu is None else gpu
     if not _SLUG.fullmatch(gpu):
-        raise MeasurementError(f"{gpu!r} is not a GPU's records folder (such as 'h100')")
+        raise MeasurementError(
+            f"{gpu!r} is not a GPU's records folder (such as 'h100')"
+        )
     return MEASUREMENTS_ROOT / gpu
 
 
@@ -354,7 +392,9 @@ def _code(doc: dict[str, Any], fail: _Fail) -> Code:
             f"recorded from uncommitted changes under kernels/ (commit {code['commit']!r}): "
             "no commit holds the code it measured; commit the code, then record it again"
         )
-    return Code(fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files))
+    return Code(
+        fingerprint=code["fingerprint"], commit=code["commit"], files=dict(files)
+    )
 
 
 def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
@@ -368,7 +408,9 @@ def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
     try:
         date = datetime.fromisoformat(environment["date"])
     except ValueError:
-        raise fail(f"'environment.date' is not an ISO 8601 date: {environment['date']!r}") from None
+        raise fail(
+            f"'environment.date' is not an ISO 8601 date: {environment['date']!r}"
+        ) from None
     # A date without a zone is read as UTC, as the harness writes them (Z).
     if date.tzinfo is None:
         date = date.replace(tzinfo=UTC)
@@ -426,7 +468,9 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
         raise fail("'x_name' must be a non-empty string")
     x = doc["x"]
     if not isinstance(x, list) or not x or not all(isinstance(v, str) and v for v in x):
-        raise fail("'x' must be a non-empty list of launcher names (strings), not sizes")
+        raise fail(
+            "'x' must be a non-empty list of launcher names (strings), not sizes"
+        )
     if len(set(x)) != len(x):
         raise fail("'x' names a launcher twice")
     unavailable = _unavailable(doc, fail)
@@ -450,21 +494,27 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
                 if value is None and name not in unavailable:
                     raise fail(f"{label} holds null but 'unavailable' gives no reason")
                 if value is not None and not _positive_number(value):
-                    raise fail(f"{label} holds {value!r}, which is not a positive number")
+                    raise fail(
+                        f"{label} holds {value!r}, which is not a positive number"
+                    )
             times[name] = tuple(values)
         return times
 
     series, final_wait = times_of("series"), times_of("final_wait_us")
     for name in LAUNCH_SERIES:
         if [v is None for v in series[name]] != [v is None for v in final_wait[name]]:
-            raise fail(f"final_wait_us[{name!r}] must be null where series[{name!r}] is")
+            raise fail(
+                f"final_wait_us[{name!r}] must be null where series[{name!r}] is"
+            )
     inputs = doc["inputs"]
     if (
         not isinstance(inputs, dict)
         or list(inputs) != x
         or not all(isinstance(v, str) and v for v in inputs.values())
     ):
-        raise fail("'inputs' must describe, in the order of x, what each launcher was called on")
+        raise fail(
+            "'inputs' must describe, in the order of x, what each launcher was called on"
+        )
     known = {*_LAUNCH_KEYS, "unavailable"}
     return LaunchOverhead(
         benchmark=doc["benchmark"],
@@ -522,15 +572,22 @@ def from_json(doc: Any, source: str) -> Measurement:
             raise fail(f"{key!r} has no 'Triton' series")
         if len(series) < 2:
             raise fail(f"{key!r} has no baseline beside 'Triton'")
-        out = {name: per_x(v, f"{key}[{name!r}]", nullable=True) for name, v in series.items()}
+        out = {
+            name: per_x(v, f"{key}[{name!r}]", nullable=True)
+            for name, v in series.items()
+        }
         for name, values in out.items():
             if None in values and name not in unavailable:
-                raise fail(f"{key}[{name!r}] holds null but 'unavailable' gives no reason")
+                raise fail(
+                    f"{key}[{name!r}] holds null but 'unavailable' gives no reason"
+                )
         return out
 
     series, call_series = rates("series"), rates("call_series")
     if list(call_series) != list(series):
-        raise fail("'call_series' must have the providers of 'series', in the same order")
+        raise fail(
+            "'call_series' must have the providers of 'series', in the same order"
+        )
     work = per_x(doc["work"], "'work'", nullable=False)
     same_size_copy = doc.get("same_size_copy")
     if same_size_copy is not None:
@@ -540,7 +597,10 @@ def from_json(doc: Any, source: str) -> Measurement:
         if not isinstance(peak, dict) or not peak:
             raise fail("'peak_memory_mb' must be an object of provider -> values")
         # null: the provider ran out of memory at that size.
-        peak = {n: per_x(v, f"peak_memory_mb[{n!r}]", nullable=True) for n, v in peak.items()}
+        peak = {
+            n: per_x(v, f"peak_memory_mb[{n!r}]", nullable=True)
+            for n, v in peak.items()
+        }
     ceiling = doc["ceiling"]
     if not isinstance(ceiling, dict) or not isinstance(ceiling.get("name"), str):
         raise fail("'ceiling' must be an object with a 'name'")
@@ -565,7 +625,11 @@ def from_json(doc: Any, source: str) -> Measurement:
             name=ceiling["name"],
             value=ceiling["value"],
             timings=timings,
-            details={k: v for k, v in ceiling.items() if k not in ("name", "value", "timings")},
+            details={
+                k: v
+                for k, v in ceiling.items()
+                if k not in ("name", "value", "timings")
+            },
         ),
         code=code,
         environment=environment,
@@ -584,7 +648,9 @@ def read_bounded(path: Path, limit: int) -> bytes:
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(f"not a regular file ({stat.filemode(os.fstat(descriptor).st_mode)})")
+            raise OSError(
+                f"not a regular file ({stat.filemode(os.fstat(descriptor).st_mode)})"
+            )
         content = file.read(limit + 1)
     if len(content) > limit:
         raise OSError(f"larger than {limit:,} bytes")
@@ -616,7 +682,9 @@ def read(path: Path) -> Record:
     except json.JSONDecodeError as error:
         raise MeasurementError(f"{path}: not valid JSON ({error})") from None
     except RecursionError:
-        raise MeasurementError(f"{path}: nested too deeply to be a measurement") from None
+        raise MeasurementError(
+            f"{path}: nested too deeply to be a measurement"
+        ) from None
     except OSError as error:  # a directory, a FIFO, a link loop, a device, too large
         raise MeasurementError(
             f"{path}: cannot read a record ({error.strerror or error})"
@@ -659,7 +727,9 @@ def load_launch_overhead(gpu: str | None = None) -> LaunchOverhead:
     """The recorded ``launch_overhead`` record of ``gpu`` (the primary's by default),
     validated."""
     record = load(LAUNCH_OVERHEAD, metric=LAUNCH_METRIC, gpu=gpu)
-    assert isinstance(record, LaunchOverhead)  # what record_from_json reads for this name
+    assert isinstance(
+        record, LaunchOverhead
+    )  # what record_from_json reads for this name
     return record
 
 
@@ -680,9 +750,13 @@ def write_atomically(path: Path, text: str) -> None:
     full disk leaves the old file as it was (a plain write would leave it cut short),
     and a symbolic link at ``path`` is replaced, not written through to its target."""
     with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+        "w",
+        encoding="utf-8",
+        dir=path.parent,
+        prefix=f".{path.name}.",
+        suffix=".tmp",
         delete=False,
-    ) as file:  # fmt: skip
+    ) as file:
         temporary = Path(file.name)
         try:
             file.write(text)
@@ -703,7 +777,9 @@ def recorded_benchmarks(gpu: str | None = None) -> list[str]:
     return sorted(path.stem for path in gpu_dir(gpu).glob("*.json"))
 
 
-def worst_fraction_of_ceiling(measurement: Measurement, provider: str, min_x: float) -> float:
+def worst_fraction_of_ceiling(
+    measurement: Measurement, provider: str, min_x: float
+) -> float:
     """The lowest ``provider`` rate over the ceiling, among sizes of at least ``min_x``.
 
     A conservative headline: the provider reaches at least this share of the ceiling at

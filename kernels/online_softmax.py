@@ -36,7 +36,10 @@ def online_max_and_sum(
         mask = (start + cols < n_cols) | EVEN
         # Padding lanes read -inf: they never win the maximum and add exp(-inf) = 0.
         x = tl.load(
-            row_ptr + start + cols, mask=mask, other=-float("inf"), eviction_policy=EVICTION
+            row_ptr + start + cols,
+            mask=mask,
+            other=-float("inf"),
+            eviction_policy=EVICTION,
         ).to(ACC)
         new_max = tl.maximum(running_max, tl.max(x, axis=0))
         # While every value so far is -inf, shift by 0 instead: exp(-inf - -inf) is NaN.
@@ -53,7 +56,9 @@ def online_update(running_max, running_sum, x):
     new_max = tl.maximum(running_max, tl.max(x, axis=0))
     # While every value so far is -inf, shift by 0 instead: exp(-inf - -inf) is NaN.
     shift = tl.where(new_max == -float("inf"), 0.0, new_max)
-    running_sum = running_sum * tl.exp(running_max - shift) + tl.sum(tl.exp(x - shift), axis=0)
+    running_sum = running_sum * tl.exp(running_max - shift) + tl.sum(
+        tl.exp(x - shift), axis=0
+    )
     return new_max, running_sum
 
 
@@ -74,15 +79,27 @@ def online_max_and_sum_unaligned(
     head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
     edge = tl.arange(0, ALIGN)
     cols = tl.arange(0, BLOCK_SIZE)
-    first = tl.load(x_ptr + row_offset + edge, mask=edge < head, other=-float("inf"),
-                    eviction_policy=EVICTION).to(ACC)  # fmt: skip
+    first = tl.load(
+        x_ptr + row_offset + edge,
+        mask=edge < head,
+        other=-float("inf"),
+        eviction_policy=EVICTION,
+    ).to(ACC)
     running_max, running_sum = online_update(
         tl.full((), -float("inf"), ACC), tl.full((), 0.0, ACC), first
     )
     for start in range(0, body_len, BLOCK_SIZE):
-        tile = tl.load(x_ptr + body_start + start + cols, mask=start + cols < body_len,
-                       other=-float("inf"), eviction_policy=EVICTION).to(ACC)  # fmt: skip
+        tile = tl.load(
+            x_ptr + body_start + start + cols,
+            mask=start + cols < body_len,
+            other=-float("inf"),
+            eviction_policy=EVICTION,
+        ).to(ACC)
         running_max, running_sum = online_update(running_max, running_sum, tile)
-    last = tl.load(x_ptr + body_start + body_len + edge, mask=edge < tail_len,
-                   other=-float("inf"), eviction_policy=EVICTION).to(ACC)  # fmt: skip
+    last = tl.load(
+        x_ptr + body_start + body_len + edge,
+        mask=edge < tail_len,
+        other=-float("inf"),
+        eviction_policy=EVICTION,
+    ).to(ACC)
     return online_update(running_max, running_sum, last)

@@ -45,7 +45,9 @@ def records_beside(measurement: Measurement) -> list[Measurement]:
     spec = bench.discover().get(measurement.benchmark)
     if spec is None:
         return []
-    others = [gpu for gpu in measurements.recorded_gpus() if gpu != measurements.PRIMARY_GPU]
+    others = [
+        gpu for gpu in measurements.recorded_gpus() if gpu != measurements.PRIMARY_GPU
+    ]
     found = (_drawable(spec, gpu) for gpu in others)
     return [record for record in found if record is not None]
 

@@ -67,7 +67,9 @@ def plain_label(value: float) -> str:
     return number(f"{value:,.0f}" if value >= 1 else f"{value:g}")
 
 
-def label_log_axis(ax: Axes, axis: str, label: Callable[[float], str] = plain_label) -> None:
+def label_log_axis(
+    ax: Axes, axis: str, label: Callable[[float], str] = plain_label
+) -> None:
     """Label the major ticks of ``ax``'s logarithmic ``axis`` (``"x"`` or ``"y"``) with
     ``label`` and leave its minor ticks unlabelled."""
     which = ax.xaxis if axis == "x" else ax.yaxis
@@ -76,7 +78,9 @@ def label_log_axis(ax: Axes, axis: str, label: Callable[[float], str] = plain_la
 
 
 def _provider_colour(provider: str, index: int) -> str:
-    return PROVIDER_COLOURS.get(provider, _FALLBACK_COLOURS[index % len(_FALLBACK_COLOURS)])
+    return PROVIDER_COLOURS.get(
+        provider, _FALLBACK_COLOURS[index % len(_FALLBACK_COLOURS)]
+    )
 
 
 def style(fig: Figure) -> None:
@@ -101,8 +105,11 @@ def _legend_below(fig: Figure) -> None:
 def axis_name(x_name: str) -> str:
     """A record's ``x_name`` as an axis label in the build's language: the names that are
     words are translated, symbols (``N``, ``M = N = K``) stay as they are."""
-    words = {"sequence length": _("sequence length"), "rows": _("rows"),
-             "launcher": _("launcher")}  # fmt: skip
+    words = {
+        "sequence length": _("sequence length"),
+        "rows": _("rows"),
+        "launcher": _("launcher"),
+    }
     return words.get(x_name, x_name)
 
 
@@ -117,8 +124,16 @@ def _never_ran(values: tuple[float | None, ...]) -> bool:
 
 def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
-    ax.text(0.5, 0.5, _("not measured yet"), ha="center", va="center", fontsize=16,
-            color=CEILING_COLOUR, transform=ax.transAxes)  # fmt: skip
+    ax.text(
+        0.5,
+        0.5,
+        _("not measured yet"),
+        ha="center",
+        va="center",
+        fontsize=16,
+        color=CEILING_COLOUR,
+        transform=ax.transAxes,
+    )
     ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel(measurement.metric)
     ax.set_xticks([])
@@ -139,10 +154,24 @@ def plot_measurement(measurement: Measurement) -> Figure:
         if _never_ran(measurement.series[provider]):
             continue  # no line to draw, and none in the legend (the table says why)
         colour = _provider_colour(provider, index)
-        ax.plot(measurement.x, _values(measurement.series[provider]), marker="o",
-                markersize=3.5, linewidth=1.8, label=provider, color=colour)  # fmt: skip
-        ax.plot(measurement.x, _values(measurement.call_series[provider]), marker=".",
-                markersize=3, linewidth=1.0, alpha=CALL_TIME_ALPHA, color=colour)  # fmt: skip
+        ax.plot(
+            measurement.x,
+            _values(measurement.series[provider]),
+            marker="o",
+            markersize=3.5,
+            linewidth=1.8,
+            label=provider,
+            color=colour,
+        )
+        ax.plot(
+            measurement.x,
+            _values(measurement.call_series[provider]),
+            marker=".",
+            markersize=3,
+            linewidth=1.0,
+            alpha=CALL_TIME_ALPHA,
+            color=colour,
+        )
     ceiling = measurement.ceiling
     ax.axhline(
         ceiling.value,
@@ -156,19 +185,31 @@ def plot_measurement(measurement: Measurement) -> Figure:
         ),
     )
     # One legend entry for every lighter line.
-    ax.plot([], [], linewidth=1.0, alpha=CALL_TIME_ALPHA, color=CEILING_COLOUR,
-            label=_("lighter: call time"))  # fmt: skip
+    ax.plot(
+        [],
+        [],
+        linewidth=1.0,
+        alpha=CALL_TIME_ALPHA,
+        color=CEILING_COLOUR,
+        label=_("lighter: call time"),
+    )
     ax.set_xscale("log", base=2)
     label_log_axis(ax, "x", size_label)
     ax.set_xlabel(axis_name(measurement.x_name))
     ax.set_ylabel(measurement.metric)
-    rates = [v for series in measurement.series.values() for v in series if v is not None]
+    rates = [
+        v for series in measurement.series.values() for v in series if v is not None
+    ]
     ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(fig)
     style(fig)
-    set_caption(fig, caption(measurement.environment, measurement.code.commit,
-                             fresh=measurement.fresh))  # fmt: skip
+    set_caption(
+        fig,
+        caption(
+            measurement.environment, measurement.code.commit, fresh=measurement.fresh
+        ),
+    )
     return fig
 
 
@@ -182,8 +223,15 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     for index, (provider, values) in enumerate(measurement.peak_memory_mb.items()):
         if _never_ran(values):
             continue
-        ax.plot(measurement.x, _values(values), marker="o", markersize=3.5, linewidth=1.8,
-                label=provider, color=_provider_colour(provider, index))  # fmt: skip
+        ax.plot(
+            measurement.x,
+            _values(values),
+            marker="o",
+            markersize=3.5,
+            linewidth=1.8,
+            label=provider,
+            color=_provider_colour(provider, index),
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     label_log_axis(ax, "x", size_label)
@@ -193,8 +241,12 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(fig)
     style(fig)
-    set_caption(fig, caption(measurement.environment, measurement.code.commit,
-                             fresh=measurement.fresh))  # fmt: skip
+    set_caption(
+        fig,
+        caption(
+            measurement.environment, measurement.code.commit, fresh=measurement.fresh
+        ),
+    )
     return fig
 
 
@@ -220,19 +272,29 @@ def plot_launch_overhead(record: LaunchOverhead) -> Figure:
     for index, provider in enumerate(providers):
         # Within a group the first series is on top, as the legend lists them.
         offsets = [group - 0.4 + bar * (index + 0.5) for group in range(len(record.x))]
-        ax.barh(offsets, _values(record.series[provider]), height=bar,
-                label=series_name(provider),
-                color=_provider_colour(provider, index))  # fmt: skip
+        ax.barh(
+            offsets,
+            _values(record.series[provider]),
+            height=bar,
+            label=series_name(provider),
+            color=_provider_colour(provider, index),
+        )
     ax.set_yticks(range(len(record.x)), record.x)
     ax.invert_yaxis()
     # The axis of the launch_overhead figure: host time of one call.
     ax.set_xlabel(_("µs per call"))
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
-               ncols=len(providers), frameon=False)  # fmt: skip
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncols=len(providers),
+        frameon=False,
+    )
     style(fig)
-    set_caption(fig, caption(record.environment, record.code.commit, fresh=record.fresh))
+    set_caption(
+        fig, caption(record.environment, record.code.commit, fresh=record.fresh)
+    )
     return fig
 
 

@@ -41,8 +41,12 @@ def capture() -> dict[str, str]:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "python": platform.python_version(),
-        "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        "command": os.environ.get(COMMAND_VARIABLE) or shlex.join([sys.executable, *sys.argv]),
+        "date": datetime.now(UTC)
+        .replace(microsecond=0)
+        .isoformat()
+        .replace("+00:00", "Z"),
+        "command": os.environ.get(COMMAND_VARIABLE)
+        or shlex.join([sys.executable, *sys.argv]),
     }
 
 

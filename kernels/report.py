@@ -31,22 +31,30 @@ def large_sizes(
     ceiling = measurement.ceiling.value
     same_size_copy = measurement.same_size_copy
     series = measurement.series
-    for index, (size, work) in enumerate(zip(measurement.x, measurement.work, strict=True)):
+    for index, (size, work) in enumerate(
+        zip(measurement.x, measurement.work, strict=True)
+    ):
         triton_rate = series["Triton"][index]
         if work < min_work or triton_rate is None:
             continue
-        ran = [name for name in measurement.baselines if series[name][index] is not None]
+        ran = [
+            name for name in measurement.baselines if series[name][index] is not None
+        ]
         best = against or max(ran, key=lambda name: series[name][index])
         baseline_rate = series[best][index]
-        rows.append({
-            "size": size,
-            "work": work,
-            "triton": triton_rate,
-            "of_ceiling": triton_rate / ceiling,
-            "best_baseline": best,
-            "vs_best": triton_rate / baseline_rate if baseline_rate else math.nan,
-            "copy_of_ceiling": same_size_copy[index] / ceiling if same_size_copy else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "size": size,
+                "work": work,
+                "triton": triton_rate,
+                "of_ceiling": triton_rate / ceiling,
+                "best_baseline": best,
+                "vs_best": triton_rate / baseline_rate if baseline_rate else math.nan,
+                "copy_of_ceiling": same_size_copy[index] / ceiling
+                if same_size_copy
+                else None,
+            }
+        )
     return rows
 
 
@@ -70,10 +78,17 @@ class ResultTable:
         if not self.header:
             return "\n".join(self.caption)
         table = [self.header, *self.rows]
-        widths = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
-        lines = [" ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+        widths = [
+            max(len(cell) for cell in column) for column in zip(*table, strict=True)
+        ]
+        lines = [
+            " ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
+            for row in table
+        ]
         also = [_("Also recorded on: {gpus}.").format(gpus=", ".join(self.beside))]
-        return "\n".join([*self.caption, *lines, *self.notes, *(also if self.beside else [])])
+        return "\n".join(
+            [*self.caption, *lines, *self.notes, *(also if self.beside else [])]
+        )
 
     def __repr__(self) -> str:
         return str(self)
@@ -107,7 +122,9 @@ def _missing_rates(measurement: Measurement) -> list[str]:
     """Where a line of the figure has gaps, or is missing, and why (the record's words,
     which stay as the record has them): a note per series."""
     return [
-        _("No {name} rate {reason}.").format(name=name, reason=reason_text(reason).rstrip("."))
+        _("No {name} rate {reason}.").format(
+            name=name, reason=reason_text(reason).rstrip(".")
+        )
         for name, reason in measurement.unavailable.items()
     ]
 
@@ -115,7 +132,9 @@ def _missing_rates(measurement: Measurement) -> list[str]:
 def round_down(value: float, decimals: int) -> float:
     """``value`` rounded down to ``decimals`` places (NaN stays NaN): a share or ratio
     printed this way is never more than was measured, so "met" and "or more" stay true."""
-    return value if math.isnan(value) else math.floor(value * 10**decimals) / 10**decimals
+    return (
+        value if math.isnan(value) else math.floor(value * 10**decimals) / 10**decimals
+    )
 
 
 def _share(value: float) -> str:
@@ -153,7 +172,9 @@ def results_table(
     tabs = [
         other_gpus.tab_of(
             record,
-            _results_table(record, min_work, ceiling_goal, baseline_goal, against)._repr_html_(),
+            _results_table(
+                record, min_work, ceiling_goal, baseline_goal, against
+            )._repr_html_(),
         )
         for record in other_gpus.records_beside(measurement)
     ]
@@ -168,7 +189,10 @@ def _of_the_primary_gpu(measurement: Measurement) -> bool:
     # A draft's placeholder stands for no GPU's record: its page shows no tabs either.
     if measurement.placeholder:
         return False
-    return measurements.gpu_slug(measurement.environment["gpu"]) == measurements.PRIMARY_GPU
+    return (
+        measurements.gpu_slug(measurement.environment["gpu"])
+        == measurements.PRIMARY_GPU
+    )
 
 
 def _results_table(
@@ -189,22 +213,36 @@ def _results_table(
         scale, work_label = 1e9, _("GFLOP/call")
         threshold = _("Sizes where one call needs at least {amount} GFLOP:")
     amount = _amount(min_work / scale)
-    caption = [threshold.format(amount=amount) if min_work > 0 else _("Every measured size:")]
+    caption = [
+        threshold.format(amount=amount) if min_work > 0 else _("Every measured size:")
+    ]
     if against:
-        ratio = _("Triton vs {against}: Triton's rate divided by {against}'s "
-                  "(above 1.00x, Triton is faster).")  # fmt: skip
+        ratio = _(
+            "Triton vs {against}: Triton's rate divided by {against}'s "
+            "(above 1.00x, Triton is faster)."
+        )
     elif len(measurement.baselines) <= 2:
-        ratio = _("Triton vs it: Triton's rate divided by the faster baseline's "
-                  "(above 1.00x, Triton is faster).")  # fmt: skip
+        ratio = _(
+            "Triton vs it: Triton's rate divided by the faster baseline's "
+            "(above 1.00x, Triton is faster)."
+        )
     else:
-        ratio = _("Triton vs it: Triton's rate divided by the fastest baseline's "
-                  "(above 1.00x, Triton is faster).")  # fmt: skip
+        ratio = _(
+            "Triton vs it: Triton's rate divided by the fastest baseline's "
+            "(above 1.00x, Triton is faster)."
+        )
     caption.append(ratio.format(against=against))
     # Against one named baseline, its name heads the ratio's column; else a column says
     # which baseline was the faster (or the fastest) at each size.
-    best = _("faster baseline") if len(measurement.baselines) <= 2 else _("fastest baseline")
+    best = (
+        _("faster baseline")
+        if len(measurement.baselines) <= 2
+        else _("fastest baseline")
+    )
     ratio_columns = (
-        [_("Triton vs {against}").format(against=against)] if against else [best, _("Triton vs it")]
+        [_("Triton vs {against}").format(against=against)]
+        if against
+        else [best, _("Triton vs it")]
     )
     # Each goal: its name in the verdict line, its column heading, the row value it
     # judges and the target; each size is judged once, for its column and the line.
@@ -213,12 +251,16 @@ def _results_table(
     if ceiling_goal is not None:
         pct = number(f"{ceiling_goal:.0%}")
         name = _("Ceiling goal ({target})").format(target=pct)
-        goals.append((name, _("goal {target}").format(target=pct), "of_ceiling", ceiling_goal))
+        goals.append(
+            (name, _("goal {target}").format(target=pct), "of_ceiling", ceiling_goal)
+        )
         targets.append(_("at least {share} of the ceiling").format(share=pct))
     if baseline_goal is not None:
         times = number(f"{baseline_goal:.2f}x")
         name = _("Baseline goal ({target})").format(target=times)
-        goals.append((name, _("goal {target}").format(target=times), "vs_best", baseline_goal))
+        goals.append(
+            (name, _("goal {target}").format(target=times), "vs_best", baseline_goal)
+        )
         if against:
             target = _("at least {ratio} {against}'s rate")
         elif len(measurement.baselines) <= 2:
@@ -229,7 +271,9 @@ def _results_table(
     if goals:
         if len(goals) > 1:
             both = _("{first} and {second}").format(first=targets[0], second=targets[1])
-            line = _("Goals: {targets}; each goal column says met or MISSED in this run.")
+            line = _(
+                "Goals: {targets}; each goal column says met or MISSED in this run."
+            )
             caption.append(line.format(targets=both))
         else:
             line = _("Goal: {target}; each goal column says met or MISSED in this run.")
@@ -242,9 +286,15 @@ def _results_table(
                 "way, as a share of the ceiling."
             )
         )
-    header = [x_name, work_label, f"Triton {metric}", _("of ceiling"),
-              *([_("copy")] if with_copy else []), *ratio_columns,
-              *(goal[1] for goal in goals)]  # fmt: skip
+    header = [
+        x_name,
+        work_label,
+        f"Triton {metric}",
+        _("of ceiling"),
+        *([_("copy")] if with_copy else []),
+        *ratio_columns,
+        *(goal[1] for goal in goals),
+    ]
     met_at: dict[str, list[int]] = {goal[0]: [] for goal in goals}
     missed_at: dict[str, list[int]] = {goal[0]: [] for goal in goals}
     rows = []
@@ -256,24 +306,32 @@ def _results_table(
             verdicts.append(_("met") if met else _("MISSED"))
         # Shares and ratios are shown rounded down, so that a goal shown as reached is
         # reached (0.998x prints as 0.99x, not as a 1.00x that MISSED 1.00x).
-        rows.append([
-            number(f"{row['size']:,}"), number(f"{row['work'] / scale:,.0f}"),
-            number(f"{row['triton']:,.0f}"), _share(row["of_ceiling"]),
-            *([_share(row["copy_of_ceiling"])] if with_copy else []),
-            *([] if against else [row["best_baseline"]]),
-            number(f"{round_down(row['vs_best'], 2):.2f}x"),
-            *verdicts,
-        ])  # fmt: skip
+        rows.append(
+            [
+                number(f"{row['size']:,}"),
+                number(f"{row['work'] / scale:,.0f}"),
+                number(f"{row['triton']:,.0f}"),
+                _share(row["of_ceiling"]),
+                *([_share(row["copy_of_ceiling"])] if with_copy else []),
+                *([] if against else [row["best_baseline"]]),
+                number(f"{round_down(row['vs_best'], 2):.2f}x"),
+                *verdicts,
+            ]
+        )
     notes = [
-        _verdict(name, x_name, met_at[name], missed_at[name]) for name, *_rest in goals if sizes
+        _verdict(name, x_name, met_at[name], missed_at[name])
+        for name, *_rest in goals
+        if sizes
     ]
     notes += _missing_rates(measurement)
     fastest_copy = max((row["copy_of_ceiling"] or 0.0 for row in sizes), default=0.0)
     if fastest_copy > COPY_ABOVE_CEILING:
         # Two copies differ by a percent or two run to run; more means the ceiling
         # timing of this run read low, and every share of it above reads high with it.
-        note = _("Note: a same-size copy ran at {share} of this run's ceiling: "
-                 "the ceiling's timing read low, so the shares of it above read high.")  # fmt: skip
+        note = _(
+            "Note: a same-size copy ran at {share} of this run's ceiling: "
+            "the ceiling's timing read low, so the shares of it above read high."
+        )
         notes.append(note.format(share=number(f"{fastest_copy:.0%}")))
     return ResultTable(caption, header, rows, notes, sizes)
 
@@ -287,16 +345,24 @@ def gpu_comparison(first: str, second: str) -> ResultTable:
     ours, theirs = other_gpus.current_records(first), other_gpus.current_records(second)
     both = [name for name in ours if name in theirs]
     caption = [
-        _("Triton's rate at each benchmark's largest size on the {first} and on the "
-          "{second}, the second divided by the first, and the same for the ceilings "
-          "measured in the two runs.").format(first=first.upper(), second=second.upper())
-    ]  # fmt: skip
+        _(
+            "Triton's rate at each benchmark's largest size on the {first} and on the "
+            "{second}, the second divided by the first, and the same for the ceilings "
+            "measured in the two runs."
+        ).format(first=first.upper(), second=second.upper())
+    ]
     # One unit for the whole table goes in the headings, to keep the table narrow.
     metrics = {ours[name].metric for name in both}
     unit = f" {metrics.pop()}" if len(metrics) == 1 else ""
     # The ratios, the point of the table, before the size, which a narrow column may hide.
-    header = [_("benchmark"), first.upper() + unit, second.upper() + unit, "Triton",
-              _("ceiling"), _("size")]  # fmt: skip
+    header = [
+        _("benchmark"),
+        first.upper() + unit,
+        second.upper() + unit,
+        "Triton",
+        _("ceiling"),
+        _("size"),
+    ]
     rows = []
     for name in both:
         a, b = ours[name], theirs[name]
@@ -304,14 +370,21 @@ def gpu_comparison(first: str, second: str) -> ResultTable:
         if rate_a is None or rate_b is None:
             continue  # Triton has a rate at every size of a current record
         own = "" if unit else f" {a.metric}"
-        rows.append([
-            name, number(f"{rate_a:,.0f}{own}"), number(f"{rate_b:,.0f}{own}"),
-            number(f"{rate_b / rate_a:.2f}x"),
-            number(f"{b.ceiling.value / a.ceiling.value:.2f}x"), number(f"{a.x[-1]:,}"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                name,
+                number(f"{rate_a:,.0f}{own}"),
+                number(f"{rate_b:,.0f}{own}"),
+                number(f"{rate_b / rate_a:.2f}x"),
+                number(f"{b.ceiling.value / a.ceiling.value:.2f}x"),
+                number(f"{a.x[-1]:,}"),
+            ]
+        )
     notes = []
-    for gpu, names in ((first, sorted(set(ours) - set(theirs))),
-                       (second, sorted(set(theirs) - set(ours)))):  # fmt: skip
+    for gpu, names in (
+        (first, sorted(set(ours) - set(theirs))),
+        (second, sorted(set(theirs) - set(ours))),
+    ):
         if names:
             notes.append(
                 _("Recorded on the {gpu} only: {names}.").format(
@@ -331,8 +404,9 @@ def size_list(sizes: list[int]) -> str:
 
 # A record's line of why a provider has no rate, as the harness writes it: one part per
 # reason, "at N=1,024, 2,048: <reason>", the parts joined by "; ".
-_REASON_PART = re.compile(r"at (?P<x_name>[^=]+)=(?P<sizes>\d[\d,]*(?:, \d[\d,]*)*): (?P<why>.+)",
-                          re.DOTALL)  # fmt: skip
+_REASON_PART = re.compile(
+    r"at (?P<x_name>[^=]+)=(?P<sizes>\d[\d,]*(?:, \d[\d,]*)*): (?P<why>.+)", re.DOTALL
+)
 _NEXT_PART = re.compile(r"; (?=at [^=:]+=\d)")
 
 
@@ -348,10 +422,18 @@ def reason_text(line: str) -> str:
         if match is None:
             parts.append(translated(part))
             continue
-        sizes = [number(f"{int(size.replace(',', '')):,}") for size in match["sizes"].split(", ")]
+        sizes = [
+            number(f"{int(size.replace(',', '')):,}")
+            for size in match["sizes"].split(", ")
+        ]
         where = _("at {x_name} = {sizes}: {reason}")
-        parts.append(where.format(x_name=match["x_name"], sizes="; ".join(sizes),
-                                  reason=translated(match["why"])))  # fmt: skip
+        parts.append(
+            where.format(
+                x_name=match["x_name"],
+                sizes="; ".join(sizes),
+                reason=translated(match["why"]),
+            )
+        )
     return "; ".join(parts)
 
 
@@ -363,7 +445,9 @@ def _verdict(goal: str, x_name: str, met: list[int], missed: list[int]) -> str:
     if not met:
         return _("{goal}: missed at every size in the table.").format(goal=goal)
     line = _("{goal}: met at {x_name} = {met}; missed at {missed}.")
-    return line.format(goal=goal, x_name=x_name, met=size_list(met), missed=size_list(missed))
+    return line.format(
+        goal=goal, x_name=x_name, met=size_list(met), missed=size_list(missed)
+    )
 
 
 def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable:
@@ -378,30 +462,48 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
     shown = series_name(ours)
     times = number(f"{goal:.2f}x")
     caption = [
-        _("{ours} against the fastest other implementation at each size, its rate "
-          "divided by theirs (above 1.00x, {ours} is faster).").format(ours=shown),
-        _("Goal: at least {ratio} their rate; the goal column says met or MISSED in "
-          "this run.").format(ratio=times),
-    ]  # fmt: skip
+        _(
+            "{ours} against the fastest other implementation at each size, its rate "
+            "divided by theirs (above 1.00x, {ours} is faster)."
+        ).format(ours=shown),
+        _(
+            "Goal: at least {ratio} their rate; the goal column says met or MISSED in "
+            "this run."
+        ).format(ratio=times),
+    ]
     versus = _("{ours} vs it").format(ours=shown)
-    header = [x_name, f"{shown} {metric}", _("fastest other"), metric, versus,
-              _("goal {target}").format(target=times)]  # fmt: skip
+    header = [
+        x_name,
+        f"{shown} {metric}",
+        _("fastest other"),
+        metric,
+        versus,
+        _("goal {target}").format(target=times),
+    ]
     rows, met, missed = [], [], []
     for index, size in enumerate(measurement.x):
         rate = series[ours][index]
-        rivals = {name: values[index] for name, values in series.items()
-                  if name != ours and values[index] is not None}  # fmt: skip
+        rivals = {
+            name: values[index]
+            for name, values in series.items()
+            if name != ours and values[index] is not None
+        }
         if rate is None or not rivals:
             continue
         rival = max(rivals, key=rivals.get)
         ratio = rate / rivals[rival]
         (met if ratio >= goal else missed).append(size)
         # Rounded down, as in the results tables: a ratio shown as reached is reached.
-        rows.append([
-            number(f"{size:,}"), number(f"{rate:,.0f}"), series_name(rival),
-            number(f"{rivals[rival]:,.0f}"), number(f"{round_down(ratio, 2):.2f}x"),
-            _("met") if ratio >= goal else _("MISSED"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                number(f"{size:,}"),
+                number(f"{rate:,.0f}"),
+                series_name(rival),
+                number(f"{rivals[rival]:,.0f}"),
+                number(f"{round_down(ratio, 2):.2f}x"),
+                _("met") if ratio >= goal else _("MISSED"),
+            ]
+        )
     goal_name = _("Goal ({target})").format(target=times)
     notes = [_verdict(goal_name, x_name, met, missed)] if rows else []
     notes += _missing_rates(measurement)
@@ -417,8 +519,12 @@ def neighbour_table(
     are left out."""
     if measurement.placeholder or aligned.placeholder:
         return _not_measured(measurement.benchmark)
-    caption = [_("{metric} of each provider at each size and one size away, and the first "
-                 "divided by the second.").format(metric=measurement.metric)]  # fmt: skip
+    caption = [
+        _(
+            "{metric} of each provider at each size and one size away, and the first "
+            "divided by the second."
+        ).format(metric=measurement.metric)
+    ]
     header = [measurement.x_name, _("one away")]
     for provider in providers:
         header += [series_name(provider), _("one away"), _("ratio")]
@@ -434,8 +540,11 @@ def neighbour_table(
             if here is None or there is None:
                 row += ["n/a", "n/a", "n/a"]
                 continue
-            row += [number(f"{here:,.0f}"), number(f"{there:,.0f}"),
-                    number(f"{round_down(here / there, 2):.2f}x")]  # fmt: skip
+            row += [
+                number(f"{here:,.0f}"),
+                number(f"{there:,.0f}"),
+                number(f"{round_down(here / there, 2):.2f}x"),
+            ]
         rows.append(row)
     return ResultTable(caption, header, rows, [])
 
@@ -444,13 +553,20 @@ def print_peak_memory(measurement: Measurement) -> None:
     """Print the peak memory recorded beside a benchmark: a row per size, a column per
     provider, ``out of memory`` where it did not fit."""
     if measurement.placeholder or measurement.peak_memory_mb is None:
-        print(_("{benchmark}: no peak memory recorded.").format(benchmark=measurement.benchmark))
+        print(
+            _("{benchmark}: no peak memory recorded.").format(
+                benchmark=measurement.benchmark
+            )
+        )
         return
     peak = measurement.peak_memory_mb
     print(f"{measurement.x_name:>16} " + " ".join(f"{name:>15}" for name in peak))
     for index, size in enumerate(measurement.x):
         cells = [values[index] for values in peak.values()]
-        text = [f"{_('out of memory'):>15}" if mb is None else f"{mb:>12,.0f} MB" for mb in cells]
+        text = [
+            f"{_('out of memory'):>15}" if mb is None else f"{mb:>12,.0f} MB"
+            for mb in cells
+        ]
         print(f"{size:>16,} " + " ".join(text))
 
 
@@ -478,8 +594,12 @@ def launch_costs(record: LaunchOverhead) -> list[LaunchCost]:
         bare = record.time_us("bare launch", launcher)
         # The contract guarantees both (measurements: no null in these two series).
         assert triton is not None and bare is not None
-        torch_us, graph_us = (record.time_us(s, launcher) for s in ("PyTorch", "CUDA graph"))
-        costs.append(LaunchCost(launcher, triton, bare, triton - bare, torch_us, graph_us))
+        torch_us, graph_us = (
+            record.time_us(s, launcher) for s in ("PyTorch", "CUDA graph")
+        )
+        costs.append(
+            LaunchCost(launcher, triton, bare, triton - bare, torch_us, graph_us)
+        )
     return costs
 
 
@@ -491,7 +611,9 @@ def longest_final_wait(record: LaunchOverhead) -> float:
     return max(
         wait / time
         for name in LAUNCH_LOOPS
-        for wait, time in zip(record.final_wait_us[name], record.series[name], strict=True)
+        for wait, time in zip(
+            record.final_wait_us[name], record.series[name], strict=True
+        )
         if wait is not None and time is not None
     )
 
@@ -510,17 +632,29 @@ def launch_table(record: LaunchOverhead) -> ResultTable:
             "the launcher's calls replayed from one CUDA graph, per call."
         )
     ]
-    header = [_("launcher"), "Triton", series_name("bare launch"), _("launcher minus bare"),
-              "PyTorch", series_name("CUDA graph")]  # fmt: skip
+    header = [
+        _("launcher"),
+        "Triton",
+        series_name("bare launch"),
+        _("launcher minus bare"),
+        "PyTorch",
+        series_name("CUDA graph"),
+    ]
     rows = [
-        [cost.launcher, number(f"{cost.triton:.1f}"), number(f"{cost.bare:.1f}"),
-         number(f"{cost.python:+.1f}"),
-         "n/a" if cost.torch is None else number(f"{cost.torch:.1f}"),
-         "n/a" if cost.graph is None else number(f"{cost.graph:.1f}")]
+        [
+            cost.launcher,
+            number(f"{cost.triton:.1f}"),
+            number(f"{cost.bare:.1f}"),
+            number(f"{cost.python:+.1f}"),
+            "n/a" if cost.torch is None else number(f"{cost.torch:.1f}"),
+            "n/a" if cost.graph is None else number(f"{cost.graph:.1f}"),
+        ]
         for cost in launch_costs(record)
-    ]  # fmt: skip
+    ]
     notes = [
-        _("{provider} n/a: {reason}").format(provider=provider, reason=reason_text(reason))
+        _("{provider} n/a: {reason}").format(
+            provider=provider, reason=reason_text(reason)
+        )
         for provider, reason in record.unavailable.items()
     ]
     return ResultTable(caption, header, rows, notes)

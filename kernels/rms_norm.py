@@ -64,7 +64,9 @@ FORWARD_VALUES_PER_THREAD = 16
 def _warps(values: int) -> int:
     # Warps for a program's tile of ``values``: at 16K values, 8 warps of 64 values did
     # better than 16 on an H200 (99% of the copy ceiling against 95%).
-    return warps_for(values, per_thread=FORWARD_VALUES_PER_THREAD if values <= 8192 else 64)
+    return warps_for(
+        values, per_thread=FORWARD_VALUES_PER_THREAD if values <= 8192 else 64
+    )
 
 
 @triton.jit
@@ -92,7 +94,9 @@ def rms_norm_kernel(
     mask = row_mask[:, None] & col_mask[None, :]
     offsets = rows[:, None] * n_cols + cols[None, :]
     # The rows are read for the sum of squares, marked to stay in cache...
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(
+        ACC
+    )
     # Padding lanes hold zeros, which add nothing to the sum of squares.
     sum_squares = tl.sum(x * x, axis=1)
     inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
@@ -105,8 +109,12 @@ def rms_norm_kernel(
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(ACC)
-    weight = tl.load(weight_ptr + cols, mask=col_mask, eviction_policy="evict_last").to(ACC)
+    x = tl.load(
+        x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first"
+    ).to(ACC)
+    weight = tl.load(weight_ptr + cols, mask=col_mask, eviction_policy="evict_last").to(
+        ACC
+    )
     y = x * inv_rms[:, None] * weight[None, :]
     tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
     # STATS: there will be a backward pass, which reads each row's inverse root mean
@@ -164,7 +172,9 @@ def rms_norm_chunked_kernel(
 
 
 @functools.cache
-def forward_launch(n_rows: int, n_cols: int) -> tuple[str, tuple[int], dict[str, object]]:
+def forward_launch(
+    n_rows: int, n_cols: int
+) -> tuple[str, tuple[int], dict[str, object]]:
     """Which forward kernel runs ``n_rows`` rows of ``n_cols`` values (``"tile"``:
     :func:`rms_norm_kernel`, ``"chunked"``: :func:`rms_norm_chunked_kernel`), its grid,
     and its compile-time arguments (the accumulator type aside). Worked out once per
@@ -172,10 +182,18 @@ def forward_launch(n_rows: int, n_cols: int) -> tuple[str, tuple[int], dict[str,
     block = row_block(n_cols)
     chunk = FORWARD_CHUNK
     if chunk and block != n_cols and n_cols % chunk == 0 and n_cols >= 4 * chunk:
-        return "chunked", (n_rows,), {"CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)}
+        return (
+            "chunked",
+            (n_rows,),
+            {"CHUNK": chunk, "num_warps": warps_for(chunk, per_thread=8)},
+        )
     rows = max(1, FORWARD_TILE // block)
-    options = {"BLOCK_SIZE": block, "ROWS": rows, "EVEN": block == n_cols,
-               "num_warps": _warps(rows * block)}  # fmt: skip
+    options = {
+        "BLOCK_SIZE": block,
+        "ROWS": rows,
+        "EVEN": block == n_cols,
+        "num_warps": _warps(rows * block),
+    }
     return "tile", (cdiv(n_rows, rows),), options
 
 
@@ -228,12 +246,13 @@ def _forward(
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm of ``x`` over its last dimension, scaled by ``weight``, by :func:`rms_norm_kernel`.
+    """RMSNorm of ``x`` over its last dimension, scaled by ``weight``, by
+    :func:`rms_norm_kernel`.
 
     ``x``: contiguous float tensor on the Triton device, rows of at most 65536 values;
-    ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean square.
-    Differentiable in ``x`` and ``weight``, through :func:`rms_norm_backward_kernel`.
-    """
+    ``weight``: one value per column, of ``x``'s dtype; ``eps``: added to the mean
+    square. Differentiable in ``x`` and ``weight``, through
+    :func:`rms_norm_backward_kernel`."""
     eps = check_normalisation(x, {"weight": weight}, eps, MAX_COLS, ROW_DTYPES)
     if needs_grad(x, weight):
         return RMSNormFunction.apply(x, weight, eps)
@@ -249,13 +268,17 @@ def _backward_tile(x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask, dweigh
     # both sums in one tl.reduce: 0.84x); shorter rows ran as before, within 2%.
     # dx = inv_rms * (w*dy - x_hat * mean(w*dy * x_hat)), x_hat = x * inv_rms.
     c_hat = _mean_product(x, dy, weight, inv_rms, n_cols)
-    return _dx_and_dweight(x, dy, weight, inv_rms, c_hat, dx_ptr, offsets, mask, dweight)
+    return _dx_and_dweight(
+        x, dy, weight, inv_rms, c_hat, dx_ptr, offsets, mask, dweight
+    )
 
 
 @triton.jit
 def _mean_product(x, dy, weight, inv_rms, n_cols):
     # c_hat = mean(w*dy * x_hat) of each row of the tile, as a column.
-    return tl.sum((x * inv_rms) * (dy * weight[None, :]), axis=1, keep_dims=True) / n_cols
+    return (
+        tl.sum((x * inv_rms) * (dy * weight[None, :]), axis=1, keep_dims=True) / n_cols
+    )
 
 
 @triton.jit
@@ -302,8 +325,9 @@ def rms_norm_backward_kernel(
     step = tl.num_programs(0) * ROWS_PER_TILE
     first = program * ROWS_PER_TILE
     if PREFETCH:
-        rows, row_mask, mask, offsets = row_tile(first, tile_rows, cols, col_mask, n_rows,
-                                                 n_cols)  # fmt: skip
+        rows, row_mask, mask, offsets = row_tile(
+            first, tile_rows, cols, col_mask, n_rows, n_cols
+        )
         x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
         inv_rms_next = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
@@ -311,32 +335,66 @@ def rms_norm_backward_kernel(
             x, dy, inv_rms = x_next.to(ACC), dy_next.to(ACC), inv_rms_next
             here, here_mask = offsets, mask
             # Past the last tile the mask is all False: nothing is read.
-            rows, row_mask, mask, offsets = row_tile(first_row + step, tile_rows, cols,
-                                                     col_mask, n_rows, n_cols)  # fmt: skip
+            rows, row_mask, mask, offsets = row_tile(
+                first_row + step, tile_rows, cols, col_mask, n_rows, n_cols
+            )
             x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
             dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
             inv_rms_next = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
-            dweight = _backward_tile(x, dy, weight, inv_rms[:, None], n_cols, dx_ptr, here,
-                                     here_mask, dweight)  # fmt: skip
+            dweight = _backward_tile(
+                x,
+                dy,
+                weight,
+                inv_rms[:, None],
+                n_cols,
+                dx_ptr,
+                here,
+                here_mask,
+                dweight,
+            )
     else:
         for first_row in range(first, n_rows, step):
-            rows, row_mask, mask, offsets = row_tile(first_row, tile_rows, cols, col_mask,
-                                                     n_rows, n_cols)  # fmt: skip
+            rows, row_mask, mask, offsets = row_tile(
+                first_row, tile_rows, cols, col_mask, n_rows, n_cols
+            )
             inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)[:, None]
             if RELOAD:
-                x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
-                dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+                x = tl.load(
+                    x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+                )
+                dy = tl.load(
+                    dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+                )
                 c_hat = _mean_product(x.to(ACC), dy.to(ACC), weight, inv_rms, n_cols)
-                x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
-                dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
-                dweight = _dx_and_dweight(x.to(ACC), dy.to(ACC), weight, inv_rms, c_hat, dx_ptr,
-                                          offsets, mask, dweight)  # fmt: skip
+                x = tl.load(
+                    x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first"
+                )
+                dy = tl.load(
+                    dy_ptr + offsets,
+                    mask=mask,
+                    other=0.0,
+                    eviction_policy="evict_first",
+                )
+                dweight = _dx_and_dweight(
+                    x.to(ACC),
+                    dy.to(ACC),
+                    weight,
+                    inv_rms,
+                    c_hat,
+                    dx_ptr,
+                    offsets,
+                    mask,
+                    dweight,
+                )
             else:
                 x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
                 dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(ACC)
-                dweight = _backward_tile(x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask,
-                                         dweight)  # fmt: skip
-    tl.store(partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+                dweight = _backward_tile(
+                    x, dy, weight, inv_rms, n_cols, dx_ptr, offsets, mask, dweight
+                )
+    tl.store(
+        partial_dw_ptr + program * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask
+    )
 
 
 @triton.jit
@@ -361,8 +419,12 @@ def rms_norm_input_grad_kernel(
     for start in range(0, n_cols, BLOCK_SIZE):
         mask = (start + cols < n_cols) | EVEN
         offsets = row * n_cols + start + cols
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(ACC)
+        x = tl.load(
+            x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+        ).to(ACC)
+        dy = tl.load(
+            dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+        ).to(ACC)
         weight = tl.load(weight_ptr + start + cols, mask=mask, other=0.0).to(ACC)
         sum_products += dy * weight * x
     # mean(w*dy * x_hat), with x_hat = x * inv_rms.
@@ -404,11 +466,17 @@ def rms_norm_weight_grad_kernel(
         row_mask = rows < end_row
         mask = row_mask[:, None] & col_mask[None, :]
         offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
-        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(partial_dw_ptr.dtype.element_ty)
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(
+            partial_dw_ptr.dtype.element_ty
+        )
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(
+            partial_dw_ptr.dtype.element_ty
+        )
         inv_rms = tl.load(inv_rms_ptr + rows, mask=row_mask, other=0.0)
         dweight += dy * (x * inv_rms[:, None])
-    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask)
+    tl.store(
+        partial_dw_ptr + chunk * n_cols + cols, tl.sum(dweight, axis=0), mask=col_mask
+    )
 
 
 # Rows up to FUSED_BACKWARD_MAX_COLS take the one-kernel plan, several rows at a time
@@ -450,16 +518,35 @@ def _fused_backward(grad_rows, rows, weight, inv_rms, dx):
     block = row_block(n_cols)
     rows_per_tile = max(1, BACKWARD_TILE // block)
     prefetch = BACKWARD_PREFETCH and block <= PREFETCH_MAX_COLS
-    per_thread = BACKWARD_VALUES_PER_THREAD if prefetch else BACKWARD_LONG_VALUES_PER_THREAD
+    per_thread = (
+        BACKWARD_VALUES_PER_THREAD if prefetch else BACKWARD_LONG_VALUES_PER_THREAD
+    )
     num_warps = warps_for(rows_per_tile * block, per_thread=per_thread)
     n_tiles = cdiv(n_rows, rows_per_tile)
-    n_partials = resident_programs(n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM)
-    partial_dw = torch.empty(n_partials, n_cols, dtype=stats_dtype(rows.dtype), device=rows.device)
-    launch(rms_norm_backward_kernel, (n_partials,),
-        grad_rows, rows, weight, inv_rms, dx, partial_dw, n_rows, n_cols,
-        ACC=accumulator(rows.dtype), BLOCK_SIZE=block, ROWS_PER_TILE=rows_per_tile,
-        PREFETCH=prefetch, RELOAD=BACKWARD_RELOAD and not prefetch, num_warps=num_warps,
-    )  # fmt: skip
+    n_partials = resident_programs(
+        n_tiles, num_warps, rows.device, BACKWARD_WARPS_PER_SM
+    )
+    partial_dw = torch.empty(
+        n_partials, n_cols, dtype=stats_dtype(rows.dtype), device=rows.device
+    )
+    launch(
+        rms_norm_backward_kernel,
+        (n_partials,),
+        grad_rows,
+        rows,
+        weight,
+        inv_rms,
+        dx,
+        partial_dw,
+        n_rows,
+        n_cols,
+        ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=block,
+        ROWS_PER_TILE=rows_per_tile,
+        PREFETCH=prefetch,
+        RELOAD=BACKWARD_RELOAD and not prefetch,
+        num_warps=num_warps,
+    )
     return partial_dw
 
 
@@ -468,17 +555,35 @@ def _two_kernel_backward(grad_rows, rows, weight, inv_rms, dx):
     from another."""
     n_rows, n_cols = rows.shape
     acc_dtype = inv_rms.dtype
-    launch(rms_norm_input_grad_kernel, (n_rows,),
-        grad_rows, rows, weight, inv_rms, dx, n_cols, ACC=accumulator(rows.dtype),
-        BLOCK_SIZE=INPUT_GRAD_BLOCK, EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
+    launch(
+        rms_norm_input_grad_kernel,
+        (n_rows,),
+        grad_rows,
+        rows,
+        weight,
+        inv_rms,
+        dx,
+        n_cols,
+        ACC=accumulator(rows.dtype),
+        BLOCK_SIZE=INPUT_GRAD_BLOCK,
+        EVEN=n_cols % INPUT_GRAD_BLOCK == 0,
         num_warps=warps_for(INPUT_GRAD_BLOCK, per_thread=16),
-    )  # fmt: skip
+    )
     n_chunks = cdiv(n_rows, ROWS_PER_CHUNK)
     partial_dw = torch.empty(n_chunks, n_cols, dtype=acc_dtype, device=rows.device)
-    launch(rms_norm_weight_grad_kernel, (cdiv(n_cols, STRIP_COLS), n_chunks),
-        grad_rows, rows, inv_rms, partial_dw, n_rows, n_cols,
-        ROWS_PER_PROGRAM=ROWS_PER_CHUNK, BLOCK_ROWS=STRIP_ROWS, BLOCK_COLS=STRIP_COLS,
-    )  # fmt: skip
+    launch(
+        rms_norm_weight_grad_kernel,
+        (cdiv(n_cols, STRIP_COLS), n_chunks),
+        grad_rows,
+        rows,
+        inv_rms,
+        partial_dw,
+        n_rows,
+        n_cols,
+        ROWS_PER_PROGRAM=ROWS_PER_CHUNK,
+        BLOCK_ROWS=STRIP_ROWS,
+        BLOCK_COLS=STRIP_COLS,
+    )
     return partial_dw
 
 
@@ -514,7 +619,9 @@ class RMSNormFunction(torch.autograd.Function):
         return dx, dweight, None
 
 
-def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def torch_rms_norm(
+    x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
     """PyTorch's ``torch.nn.functional.rms_norm``."""
     return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)
 
@@ -525,10 +632,16 @@ ROW_SWEEP_COLS = 4096
 
 
 def _inputs(
-    rows: int, n_cols: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    rows: int,
+    n_cols: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.randn(rows, n_cols, dtype=dtype, device=device, generator=generator)
-    weight = 1 + 0.1 * torch.randn(n_cols, dtype=dtype, device=device, generator=generator)
+    weight = 1 + 0.1 * torch.randn(
+        n_cols, dtype=dtype, device=device, generator=generator
+    )
     return x, weight
 
 
@@ -561,7 +674,11 @@ def make_backward_inputs(
 ) -> tuple[torch.Tensor, ...]:
     """The forward inputs, and a random gradient of the output."""
     x, weight = make_inputs(n_cols, dtype, device, generator)
-    return x, weight, torch.randn(x.shape, dtype=dtype, device=device, generator=generator)
+    return (
+        x,
+        weight,
+        torch.randn(x.shape, dtype=dtype, device=device, generator=generator),
+    )
 
 
 def backward_bytes(n_cols: int, dtype: torch.dtype) -> int:

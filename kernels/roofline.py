@@ -53,7 +53,9 @@ def _fewest_attention_bytes(record: Measurement, seq_len: int) -> float:
 
 
 OTHER_WORK: dict[str, OtherWork] = {
-    "vector_add": OtherWork(lambda record, n: float(n), "FLOPs: one addition per element"),
+    "vector_add": OtherWork(
+        lambda record, n: float(n), "FLOPs: one addition per element"
+    ),
     "softmax": OtherWork(
         lambda record, n: float(SOFTMAX_FLOPS_PER_ELEMENT * record.details["rows"] * n),
         f"FLOPs: about {SOFTMAX_FLOPS_PER_ELEMENT} per element, an exponential counted as one",
@@ -93,7 +95,9 @@ class Roofline:
 
 def _require_measured(record: Measurement) -> None:
     if record.placeholder:
-        raise MeasurementError(f"{record.benchmark}: a placeholder holds no measurement")
+        raise MeasurementError(
+            f"{record.benchmark}: a placeholder holds no measurement"
+        )
 
 
 def roofline(memory: Measurement, compute: Measurement) -> Roofline:
@@ -147,7 +151,9 @@ def point(
         other = OTHER_WORK[record.benchmark]
     measured = [i for i, rate in enumerate(record.series[provider]) if rate is not None]
     if not measured:
-        raise MeasurementError(f"{record.benchmark}: {provider} has no rate at any size")
+        raise MeasurementError(
+            f"{record.benchmark}: {provider} has no rate at any size"
+        )
     index = measured[-1]
     x, work, rate = record.x[index], record.work[index], record.series[provider][index]
     seconds = work / (rate * RATE_SCALE[record.metric])
@@ -167,7 +173,9 @@ def point(
     )
 
 
-def times_us(record: Measurement, provider: str, *, call: bool = False) -> tuple[float | None, ...]:
+def times_us(
+    record: Measurement, provider: str, *, call: bool = False
+) -> tuple[float | None, ...]:
     """Microseconds per call of ``provider`` at each ``x``: the record's work over its
     rate, from kernel time, or from call time with ``call``; None where it has no rate."""
     _require_measured(record)
@@ -184,7 +192,8 @@ def call_over_kernel(record: Measurement, provider: str) -> tuple[float | None, 
     whole call); None where either rate is missing."""
     kernel, call = times_us(record, provider), times_us(record, provider, call=True)
     return tuple(
-        None if k is None or c is None else c / k for k, c in zip(kernel, call, strict=True)
+        None if k is None or c is None else c / k
+        for k, c in zip(kernel, call, strict=True)
     )
 
 
@@ -193,7 +202,9 @@ def first_size_within(record: Measurement, provider: str, factor: float) -> int 
     of ``provider`` is at most ``factor`` times its kernel time; None if the largest size
     is not."""
     found = None
-    for x, ratio in reversed(list(zip(record.x, call_over_kernel(record, provider), strict=True))):
+    for x, ratio in reversed(
+        list(zip(record.x, call_over_kernel(record, provider), strict=True))
+    ):
         if ratio is None or ratio > factor:
             break
         found = x
@@ -209,7 +220,9 @@ def widest_gap(record: Measurement, provider: str) -> tuple[int, float]:
         if ratio is not None
     ]
     if not ratios:
-        raise MeasurementError(f"{record.benchmark}: {provider} has no rate at any size")
+        raise MeasurementError(
+            f"{record.benchmark}: {provider} has no rate at any size"
+        )
     ratio, x = max(ratios)
     return x, ratio
 
@@ -231,7 +244,9 @@ class HostOverhead:
     baseline_close_from: int | None
 
 
-def host_overhead(record: Measurement, provider: str, baseline: str, factor: float) -> HostOverhead:
+def host_overhead(
+    record: Measurement, provider: str, baseline: str, factor: float
+) -> HostOverhead:
     """Compare call time with kernel time for ``provider`` and ``baseline`` in ``record``
     (see :class:`HostOverhead`); ``factor`` is how close counts as close."""
     size, _ = widest_gap(record, provider)
@@ -243,7 +258,9 @@ def host_overhead(record: Measurement, provider: str, baseline: str, factor: flo
         kernel_us=kernel[index],
         call_us=call[index],
         baseline_call_us=times_us(record, baseline, call=True)[index],
-        launch_us=None if last_kernel is None or last_call is None else last_call - last_kernel,
+        launch_us=None
+        if last_kernel is None or last_call is None
+        else last_call - last_kernel,
         close_from=first_size_within(record, provider, factor),
         baseline_close_from=first_size_within(record, baseline, factor),
     )
@@ -265,8 +282,12 @@ def highest_share(record: Measurement) -> tuple[str, int, float]:
 # Short legend labels of the roofline figure.
 def _label(benchmark: str) -> str:
     # A point's legend entry, in the language of the figure.
-    names = {"vector_add": _("vector add"), "softmax": "softmax", "matmul": _("matmul"),
-             "flash_attention": _("attention")}  # fmt: skip
+    names = {
+        "vector_add": _("vector add"),
+        "softmax": "softmax",
+        "matmul": _("matmul"),
+        "flash_attention": _("attention"),
+    }
     return names.get(benchmark, benchmark)
 
 
@@ -278,23 +299,47 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     ceiling on the site, with one marker per point; an estimated point is hollow."""
     import matplotlib.pyplot as plt
 
-    from .plotting import CEILING_COLOUR, FIGURE_SIZE, PROVIDER_COLOURS, label_log_axis, style
+    from .plotting import (
+        CEILING_COLOUR,
+        FIGURE_SIZE,
+        PROVIDER_COLOURS,
+        label_log_axis,
+        style,
+    )
 
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, layout="constrained")
     intensities = [p.intensity for p in points] + [roof.ridge]
     low, high = min(intensities) / 4, max(intensities) * 4
     xs = [low, roof.ridge, high]
-    ax.plot(xs, [roof.attainable_tflops(x) for x in xs], linestyle="--", linewidth=1.2,
-            color=CEILING_COLOUR, label=_("measured roof"))  # fmt: skip
-    ax.axvline(roof.ridge, linestyle=":", linewidth=1.0, color=CEILING_COLOUR,
-               label=_("ridge point"))  # fmt: skip
+    ax.plot(
+        xs,
+        [roof.attainable_tflops(x) for x in xs],
+        linestyle="--",
+        linewidth=1.2,
+        color=CEILING_COLOUR,
+        label=_("measured roof"),
+    )
+    ax.axvline(
+        roof.ridge,
+        linestyle=":",
+        linewidth=1.0,
+        color=CEILING_COLOUR,
+        label=_("ridge point"),
+    )
     for index, p in enumerate(points):
         colour = PROVIDER_COLOURS.get(p.provider, CEILING_COLOUR)
         name = _label(p.benchmark)
         label = _("{name} (estimated)").format(name=name) if p.estimated else name
-        ax.plot([p.intensity], [p.tflops], linestyle="none", marker=_MARKERS[index % 6],
-                markersize=9, color=colour, markerfacecolor="none" if p.estimated else colour,
-                label=label)  # fmt: skip
+        ax.plot(
+            [p.intensity],
+            [p.tflops],
+            linestyle="none",
+            marker=_MARKERS[index % 6],
+            markersize=9,
+            color=colour,
+            markerfacecolor="none" if p.estimated else colour,
+            label=label,
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     label_log_axis(ax, "x")

@@ -67,7 +67,9 @@ def plan(
         groups.setdefault(module, []).append(name)
 
     def cost(names: list[str]) -> float:
-        return sum(mean if seconds.get(name) is None else seconds[name] for name in names)  # type: ignore[misc]
+        return sum(
+            mean if seconds.get(name) is None else seconds[name] for name in names
+        )  # type: ignore[misc]
 
     order = sorted(groups.values(), key=lambda names: (-cost(names), names[0]))
     shards: list[list[str]] = [[] for _ in range(count)]
@@ -115,8 +117,11 @@ def visible_gpus(environ: Mapping[str, str] | None = None) -> list[str]:
     try:
         result = subprocess.run(
             ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
@@ -124,7 +129,14 @@ def visible_gpus(environ: Mapping[str, str] | None = None) -> list[str]:
 
 def shard_command(index: int, count: int, extra: Sequence[str] = ()) -> list[str]:
     """The command that measures shard ``index`` of ``count``."""
-    return [sys.executable, "-m", "kernels.bench", "--shard", f"{index}/{count}", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "kernels.bench",
+        "--shard",
+        f"{index}/{count}",
+        *extra,
+    ]
 
 
 def run_on_gpus(
@@ -141,7 +153,9 @@ def run_on_gpus(
         )
     base = dict(os.environ if environ is None else environ)
     processes = [
-        subprocess.Popen(command(index, len(gpus)), env={**base, "CUDA_VISIBLE_DEVICES": gpu})
+        subprocess.Popen(
+            command(index, len(gpus)), env={**base, "CUDA_VISIBLE_DEVICES": gpu}
+        )
         for index, gpu in enumerate(gpus, start=1)
     ]
     return [process.wait() for process in processes]

@@ -60,7 +60,12 @@ def _row_softmax(x):
 
 @triton.jit
 def softmax_kernel(
-    x_ptr, out_ptr, n_cols, ACC: tl.constexpr, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr
+    x_ptr,
+    out_ptr,
+    n_cols,
+    ACC: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+    EVEN: tl.constexpr,
 ):
     # One program per row; the row fits in one tile of BLOCK_SIZE >= n_cols values.
     row = tl.program_id(0).to(tl.int64)
@@ -92,23 +97,32 @@ def softmax_prefetch_kernel(
     mask = (cols < n_cols) | EVEN
     step = tl.num_programs(0)
     first = tl.program_id(0)
-    upcoming = tl.load(x_ptr + first.to(tl.int64) * n_cols + cols, mask=mask, other=-float("inf"))
+    upcoming = tl.load(
+        x_ptr + first.to(tl.int64) * n_cols + cols, mask=mask, other=-float("inf")
+    )
     for row in tl.range(first, n_rows, step):
         x = upcoming.to(ACC)
         # After the last row, the last row is loaded again and never used, so that the
         # load needs no row mask.
         following = tl.minimum(row + step, n_rows - 1).to(tl.int64)
-        upcoming = tl.load(x_ptr + following * n_cols + cols, mask=mask, other=-float("inf"))
+        upcoming = tl.load(
+            x_ptr + following * n_cols + cols, mask=mask, other=-float("inf")
+        )
         y = _row_softmax(x).to(out_ptr.dtype.element_ty)
         tl.store(out_ptr + tl.cast(row, tl.int64) * n_cols + cols, y, mask=mask)
 
 
 @triton.jit
-def _softmax_part(x_ptr, out_ptr, base, offsets, mask, row_max, inverse_sum, ACC: tl.constexpr):
+def _softmax_part(
+    x_ptr, out_ptr, base, offsets, mask, row_max, inverse_sum, ACC: tl.constexpr
+):
     # The second pass over the values at base + offsets: read again (from L2, which the
     # first pass asked to keep them), exponentiate, scale, write.
     x = tl.load(
-        x_ptr + base + offsets, mask=mask, other=-float("inf"), eviction_policy="evict_first"
+        x_ptr + base + offsets,
+        mask=mask,
+        other=-float("inf"),
+        eviction_policy="evict_first",
     ).to(ACC)
     y = tl.exp(x - row_max) * inverse_sum
     tl.store(out_ptr + base + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
@@ -143,13 +157,31 @@ def softmax_looped_kernel(
         inverse_sum = 1.0 / row_sum
         head, body_start, body_len, tail_len = row_parts(row_offset, n_cols, ALIGN)
         edge = tl.arange(0, ALIGN)
-        _softmax_part(x_ptr, out_ptr, row_offset, edge, edge < head, row_max, inverse_sum, ACC)
+        _softmax_part(
+            x_ptr, out_ptr, row_offset, edge, edge < head, row_max, inverse_sum, ACC
+        )
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
-            _softmax_part(x_ptr, out_ptr, body_start + start, cols, body_mask, row_max,
-                          inverse_sum, ACC)  # fmt: skip
-        _softmax_part(x_ptr, out_ptr, body_start + body_len, edge, edge < tail_len, row_max,
-                      inverse_sum, ACC)  # fmt: skip
+            _softmax_part(
+                x_ptr,
+                out_ptr,
+                body_start + start,
+                cols,
+                body_mask,
+                row_max,
+                inverse_sum,
+                ACC,
+            )
+        _softmax_part(
+            x_ptr,
+            out_ptr,
+            body_start + body_len,
+            edge,
+            edge < tail_len,
+            row_max,
+            inverse_sum,
+            ACC,
+        )
     else:
         row_max, row_sum = online_max_and_sum(
             x_ptr + row_offset, n_cols, ACC, BLOCK_SIZE, 1, "evict_last", EVEN
@@ -157,8 +189,16 @@ def softmax_looped_kernel(
         inverse_sum = 1.0 / row_sum
         for start in range(0, n_cols, BLOCK_SIZE):
             mask = (start + cols < n_cols) | EVEN
-            _softmax_part(x_ptr, out_ptr, row_offset + start, cols, mask, row_max,
-                          inverse_sum, ACC)  # fmt: skip
+            _softmax_part(
+                x_ptr,
+                out_ptr,
+                row_offset + start,
+                cols,
+                mask,
+                row_max,
+                inverse_sum,
+                ACC,
+            )
 
 
 @functools.cache
@@ -171,25 +211,34 @@ def forward_launch(
     Python is paid at every call."""
     acc = accumulator(dtype)
     if n_cols > MAX_FUSED_COLS:
-        options = {"ACC": acc, "BLOCK_SIZE": LOOP_BLOCK, "EVEN": n_cols % LOOP_BLOCK == 0,
-                   "ALIGN": align_for(dtype, n_cols), "num_warps": LOOP_WARPS}  # fmt: skip
+        options = {
+            "ACC": acc,
+            "BLOCK_SIZE": LOOP_BLOCK,
+            "EVEN": n_cols % LOOP_BLOCK == 0,
+            "ALIGN": align_for(dtype, n_cols),
+            "num_warps": LOOP_WARPS,
+        }
         return "looped", (n_rows,), options
     block = row_block(n_cols)
     options = {"ACC": acc, "BLOCK_SIZE": block, "EVEN": block == n_cols}
     if block >= PREFETCH_FROM:
         programs = resident_programs(n_rows, PREFETCH_WARPS, device)
         return "prefetch", (programs,), {**options, "num_warps": PREFETCH_WARPS}
-    return "row", (n_rows,), {**options, "num_warps": warps_for(block, VALUES_PER_THREAD)}
+    return (
+        "row",
+        (n_rows,),
+        {**options, "num_warps": warps_for(block, VALUES_PER_THREAD)},
+    )
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax of ``x`` over its last dimension, by :func:`softmax_kernel` (or, for rows
-    of over 16K values, :func:`softmax_prefetch_kernel` and :func:`softmax_looped_kernel`).
+    of over 16K values, :func:`softmax_prefetch_kernel` and
+    :func:`softmax_looped_kernel`).
 
     ``x``: a contiguous float tensor (float16, bfloat16, float32 or float64) on the
     device Triton runs on, with a non-empty last dimension. Differentiable: the gradient
-    comes from :func:`softmax_backward_kernel`.
-    """
+    comes from :func:`softmax_backward_kernel`."""
     check_rows("x", x, ROW_DTYPES)
     if needs_grad(x):
         return SoftmaxFunction.apply(x)
@@ -274,17 +323,27 @@ def softmax_backward_kernel(
 def _products(y_ptr, dy_ptr, base, offsets, mask, ACC: tl.constexpr):
     # The first pass over the values at base + offsets: y * dy, lane by lane, with the
     # values asked to stay in L2 for the second pass.
-    y = tl.load(y_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
-    dy = tl.load(dy_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last")
+    y = tl.load(
+        y_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+    )
+    dy = tl.load(
+        dy_ptr + base + offsets, mask=mask, other=0.0, eviction_policy="evict_last"
+    )
     return y.to(ACC) * dy.to(ACC)
 
 
 @triton.jit
 def _dx_part(y_ptr, dy_ptr, dx_ptr, base, offsets, mask, dot, ACC: tl.constexpr):
     # The second pass over the values at base + offsets: dx = y * (dy - dot).
-    y = tl.load(y_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
-    dy = tl.load(dy_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(ACC)
-    tl.store(dx_ptr + base + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+    y = tl.load(y_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(
+        ACC
+    )
+    dy = tl.load(dy_ptr + base + offsets, mask=mask, eviction_policy="evict_first").to(
+        ACC
+    )
+    tl.store(
+        dx_ptr + base + offsets, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask
+    )
 
 
 @triton.jit
@@ -314,16 +373,29 @@ def softmax_backward_looped_kernel(
         edge = tl.arange(0, ALIGN)
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
-            partial += _products(y_ptr, dy_ptr, body_start + start, cols, body_mask, ACC)
-        edges = _products(y_ptr, dy_ptr, row_offset, edge, edge < head, ACC) + _products(
-            y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, ACC
-        )
+            partial += _products(
+                y_ptr, dy_ptr, body_start + start, cols, body_mask, ACC
+            )
+        edges = _products(
+            y_ptr, dy_ptr, row_offset, edge, edge < head, ACC
+        ) + _products(y_ptr, dy_ptr, body_start + body_len, edge, edge < tail_len, ACC)
         dot = tl.sum(partial, axis=0) + tl.sum(edges, axis=0)
         _dx_part(y_ptr, dy_ptr, dx_ptr, row_offset, edge, edge < head, dot, ACC)
         for start in range(0, body_len, BLOCK_SIZE):
             body_mask = start + cols < body_len
-            _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + start, cols, body_mask, dot, ACC)
-        _dx_part(y_ptr, dy_ptr, dx_ptr, body_start + body_len, edge, edge < tail_len, dot, ACC)
+            _dx_part(
+                y_ptr, dy_ptr, dx_ptr, body_start + start, cols, body_mask, dot, ACC
+            )
+        _dx_part(
+            y_ptr,
+            dy_ptr,
+            dx_ptr,
+            body_start + body_len,
+            edge,
+            edge < tail_len,
+            dot,
+            ACC,
+        )
     else:
         for start in range(0, n_cols, BLOCK_SIZE):
             mask = (start + cols < n_cols) | EVEN
@@ -337,7 +409,9 @@ def softmax_backward_looped_kernel(
 def backward_fits_one_tile(n_cols: int) -> bool:
     """Whether the backward pass holds rows of ``n_cols`` values in one tile (else loops)."""
     fills_tile = row_block(n_cols) == n_cols
-    return n_cols <= (BACKWARD_MAX_FUSED_COLS if fills_tile else BACKWARD_MAX_MASKED_COLS)
+    return n_cols <= (
+        BACKWARD_MAX_FUSED_COLS if fills_tile else BACKWARD_MAX_MASKED_COLS
+    )
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
@@ -349,26 +423,46 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
         return dx.view_as(y)
     acc = accumulator(y.dtype)
     if not backward_fits_one_tile(n_cols):
-        launch(softmax_backward_looped_kernel, (n_rows,),
-            rows, grad_rows, dx, n_cols, ACC=acc, BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
-            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0, ALIGN=align_for(y.dtype, n_cols),
+        launch(
+            softmax_backward_looped_kernel,
+            (n_rows,),
+            rows,
+            grad_rows,
+            dx,
+            n_cols,
+            ACC=acc,
+            BLOCK_SIZE=BACKWARD_LOOP_BLOCK,
+            EVEN=n_cols % BACKWARD_LOOP_BLOCK == 0,
+            ALIGN=align_for(y.dtype, n_cols),
             num_warps=BACKWARD_LOOP_WARPS,
-        )  # fmt: skip
+        )
     else:
         block = row_block(n_cols)
         rows_per_program = max(1, BACKWARD_TILE // block)
-        launch(softmax_backward_kernel, (cdiv(n_rows, rows_per_program),),
-            rows, grad_rows, dx, n_rows, n_cols, ACC=acc, BLOCK_SIZE=block,
+        launch(
+            softmax_backward_kernel,
+            (cdiv(n_rows, rows_per_program),),
+            rows,
+            grad_rows,
+            dx,
+            n_rows,
+            n_cols,
+            ACC=acc,
+            BLOCK_SIZE=block,
             ROWS=rows_per_program,
-            EVEN=block == n_cols and n_rows % rows_per_program == 0, RELOAD=BACKWARD_RELOAD,
-            num_warps=warps_for(rows_per_program * block, per_thread=BACKWARD_VALUES_PER_THREAD,
-                                most=BACKWARD_MOST_WARPS),
-        )  # fmt: skip
+            EVEN=block == n_cols and n_rows % rows_per_program == 0,
+            RELOAD=BACKWARD_RELOAD,
+            num_warps=warps_for(
+                rows_per_program * block,
+                per_thread=BACKWARD_VALUES_PER_THREAD,
+                most=BACKWARD_MOST_WARPS,
+            ),
+        )
     return dx.view_as(y)
 
 
 class SoftmaxFunction(torch.autograd.Function):
-    """Autograd wiring: the forward pass keeps its output, all the backward pass needs."""
+    """Autograd wiring: the forward keeps its output, all the backward needs."""
 
     @staticmethod
     def forward(ctx, x):
@@ -390,7 +484,8 @@ def torch_softmax(x: torch.Tensor) -> torch.Tensor:
 
 
 def naive_softmax(x: torch.Tensor) -> torch.Tensor:
-    """The formula written out in PyTorch, one operation (and one pass over memory) per step."""
+    """The formula written out in PyTorch, one operation (and one pass over memory) per
+    step."""
     shifted = x - x.max(dim=-1, keepdim=True).values
     numerator = torch.exp(shifted)
     return numerator / numerator.sum(dim=-1, keepdim=True)

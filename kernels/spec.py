@@ -55,9 +55,9 @@ class BenchmarkSpec:
     # False for random operations, whose baselines draw other random numbers.
     check_baselines: bool = True
     # A training step ``step(provider, inputs)`` whose peak GPU memory is recorded.
-    peak_memory_step: Callable[[Callable[..., Output], tuple[torch.Tensor, ...]], None] | None = (
-        None
-    )
+    peak_memory_step: (
+        Callable[[Callable[..., Output], tuple[torch.Tensor, ...]], None] | None
+    ) = None
     # Extra keys for the measurement file, such as the fixed dimensions of the inputs.
     details: Mapping[str, Any] = field(default_factory=dict)
     # The series Triton is compared with, by name. None: PyTorch eager (``torch_eager``)
@@ -78,7 +78,9 @@ class BenchmarkSpec:
     @property
     def series_names(self) -> tuple[str, ...]:
         """The names of the timed series, Triton first."""
-        baselines = DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
+        baselines = (
+            DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
+        )
         return ("Triton", *baselines, *self.extra_baselines)
 
     @property

@@ -106,21 +106,33 @@ def _forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def _backward(
-    gate: torch.Tensor, up: torch.Tensor, dout: torch.Tensor, want_dgate: bool, want_dup: bool
+    gate: torch.Tensor,
+    up: torch.Tensor,
+    dout: torch.Tensor,
+    want_dgate: bool,
+    want_dup: bool,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     dgate = torch.empty_like(gate) if want_dgate else None
     dup = torch.empty_like(up) if want_dup else None
     n_elements = gate.numel()
     if n_elements and (want_dgate or want_dup):
-        launch(swiglu_backward_kernel, _grid(n_elements),
-            gate, up, dout, dgate, dup, n_elements,
-            ACC=accumulator(gate.dtype), BLOCK_SIZE=BLOCK_SIZE,
-        )  # fmt: skip
+        launch(
+            swiglu_backward_kernel,
+            _grid(n_elements),
+            gate,
+            up,
+            dout,
+            dgate,
+            dup,
+            n_elements,
+            ACC=accumulator(gate.dtype),
+            BLOCK_SIZE=BLOCK_SIZE,
+        )
     return dgate, dup
 
 
 class SwiGLUFunction(torch.autograd.Function):
-    """Autograd wiring: keep the inputs, and compute only the gradients that are wanted."""
+    """Autograd wiring: keep the inputs; compute only the gradients wanted."""
 
     @staticmethod
     def forward(ctx, gate, up):
@@ -158,7 +170,12 @@ def swiglu_op(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     n_elements = gate.numel()
     if n_elements:
         wrap_triton(swiglu_forward_kernel)[_grid(n_elements)](
-            gate, up, out, n_elements, ACC=accumulator(gate.dtype), BLOCK_SIZE=BLOCK_SIZE
+            gate,
+            up,
+            out,
+            n_elements,
+            ACC=accumulator(gate.dtype),
+            BLOCK_SIZE=BLOCK_SIZE,
         )
     return out
 
@@ -172,9 +189,15 @@ def swiglu_backward_op(
     n_elements = gate.numel()
     if n_elements:
         wrap_triton(swiglu_backward_kernel)[_grid(n_elements)](
-            gate, up, dout, dgate, dup, n_elements,
-            ACC=accumulator(gate.dtype), BLOCK_SIZE=BLOCK_SIZE,
-        )  # fmt: skip
+            gate,
+            up,
+            dout,
+            dgate,
+            dup,
+            n_elements,
+            ACC=accumulator(gate.dtype),
+            BLOCK_SIZE=BLOCK_SIZE,
+        )
     return dgate, dup
 
 
@@ -196,7 +219,9 @@ def _swiglu_backward_fake(
     return torch.empty_like(gate), torch.empty_like(up)
 
 
-def _save_inputs(ctx, inputs: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
+def _save_inputs(
+    ctx, inputs: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor
+) -> None:
     ctx.save_for_backward(*inputs)
 
 

@@ -16,7 +16,7 @@ WIDEN_FOR_INTERPRETER = tl.constexpr(interpreted())
 
 @triton.jit
 def tile_dot(a, b, acc):
-    """``acc + a @ b`` for tiles ``a`` (M, K) and ``b`` (K, N), accumulated in float32."""
+    """``acc + a @ b`` for tiles ``a`` (M, K) and ``b`` (K, N), summed in float32."""
     if WIDEN_FOR_INTERPRETER:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
     return tl.dot(a, b, acc)

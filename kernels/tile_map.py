@@ -102,7 +102,9 @@ def _check_block(name: str, value: object) -> int:
     # tl.arange makes ranges whose length is a power of two only.
     _check_count(name, value)
     if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two (tl.arange needs one), got {value}")
+        raise ValueError(
+            f"{name} must be a power of two (tl.arange needs one), got {value}"
+        )
     return value
 
 
@@ -154,7 +156,12 @@ def map_rows(n_rows: int, n_cols: int, block_size: int) -> TileMap:
 
 
 def map_tiles(
-    n_rows: int, n_cols: int, block_rows: int, block_cols: int, *, column_major: bool = False
+    n_rows: int,
+    n_cols: int,
+    block_rows: int,
+    block_cols: int,
+    *,
+    column_major: bool = False,
 ) -> TileMap:
     """Launch :func:`tiles_kernel` over an ``n_rows`` x ``n_cols`` matrix in tiles of
     ``block_rows`` x ``block_cols`` (powers of two) on a 2-D grid, and return its map:
@@ -177,9 +184,14 @@ def map_tiles(
     tile_map = _blank(shape, column_major)
     row_stride, col_stride = tile_map.ids.stride()
     tiles_kernel[grid](
-        *tile_map, n_rows, n_cols, row_stride, col_stride,
-        BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols,
-    )  # fmt: skip
+        *tile_map,
+        n_rows,
+        n_cols,
+        row_stride,
+        col_stride,
+        BLOCK_ROWS=block_rows,
+        BLOCK_COLS=block_cols,
+    )
     return tile_map
 
 
@@ -199,7 +211,9 @@ def expected_rows(n_rows: int, n_cols: int, block_size: int) -> torch.Tensor:
     return torch.where(cols < n_cols, rows, UNTOUCHED).to(torch.int32)
 
 
-def expected_tiles(n_rows: int, n_cols: int, block_rows: int, block_cols: int) -> torch.Tensor:
+def expected_tiles(
+    n_rows: int, n_cols: int, block_rows: int, block_cols: int
+) -> torch.Tensor:
     """The PyTorch reference of :func:`map_tiles`'s ids: element ``(r, c)`` belongs to
     tile ``(r // block_rows, c // block_cols)``, numbered across the grid's rows."""
     tiles_across = triton.cdiv(n_cols, block_cols)
@@ -211,7 +225,9 @@ def expected_tiles(n_rows: int, n_cols: int, block_rows: int, block_cols: int) -
 
 
 # One colour per program, 20 distinct ones before they repeat; grey for untouched lanes.
-_PROGRAM_COLOURS = [plt.get_cmap("tab20")(i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
+_PROGRAM_COLOURS = [
+    plt.get_cmap("tab20")(i) for i in (*range(0, 20, 2), *range(1, 20, 2))
+]
 _UNTOUCHED_COLOUR = (0.93, 0.93, 0.93, 1.0)
 _EDGE_COLOUR = "black"
 
@@ -238,8 +254,14 @@ def _label_programs(ax: plt.Axes, ids: np.ndarray) -> None:
         if width < 0.7 * TEXT_PT * len(str(pid)) + 4 or height < TEXT_PT + 2:
             continue
         centre = ((cols.min() + cols.max() + 1) / 2, (rows.min() + rows.max() + 1) / 2)
-        ax.text(*centre, str(pid), ha="center", va="center", fontsize=TEXT_PT,
-                path_effects=[withStroke(linewidth=3, foreground="white")])  # fmt: skip
+        ax.text(
+            *centre,
+            str(pid),
+            ha="center",
+            va="center",
+            fontsize=TEXT_PT,
+            path_effects=[withStroke(linewidth=3, foreground="white")],
+        )
 
 
 def draw_tile_map(
@@ -263,10 +285,23 @@ def draw_tile_map(
     else:
         height = 1.6 + min(3.6, max(1.2, 5.4 * lanes.shape[0] / lanes.shape[1]))
     fig, ax = plt.subplots(figsize=(FIGURE_SIZE[0], height), layout="constrained")
-    ax.imshow(_colours(lanes), extent=(0, lanes.shape[1], lanes.shape[0], 0),
-              aspect="auto", interpolation="nearest")  # fmt: skip
-    ax.add_patch(Rectangle((0, 0), shape[1], shape[0], fill=False, linewidth=2.5,
-                           edgecolor=_EDGE_COLOUR, clip_on=False))  # fmt: skip
+    ax.imshow(
+        _colours(lanes),
+        extent=(0, lanes.shape[1], lanes.shape[0], 0),
+        aspect="auto",
+        interpolation="nearest",
+    )
+    ax.add_patch(
+        Rectangle(
+            (0, 0),
+            shape[1],
+            shape[0],
+            fill=False,
+            linewidth=2.5,
+            edgecolor=_EDGE_COLOUR,
+            clip_on=False,
+        )
+    )
     ax.set_xlabel(_("element") if ids.dim() == 1 else _("column"))
     if ids.dim() == 1:
         ax.set_yticks([])
@@ -274,14 +309,18 @@ def draw_tile_map(
         ax.set_ylabel(_("row"))
         if lanes.shape[0] <= 16:
             # Few rows: number each one at its middle, as an index.
-            ax.set_yticks([r + 0.5 for r in range(lanes.shape[0])], range(lanes.shape[0]))
+            ax.set_yticks(
+                [r + 0.5 for r in range(lanes.shape[0])], range(lanes.shape[0])
+            )
     if block is not None:
         if block[0] < lanes.shape[0]:
             ax.set_yticks(range(0, lanes.shape[0] + 1, block[0]))
         ax.set_xticks(range(0, lanes.shape[1] + 1, block[1]))
     legend = [
         Patch(facecolor=_UNTOUCHED_COLOUR, edgecolor="grey", label=_("not written")),
-        Line2D([], [], color=_EDGE_COLOUR, linewidth=2.5, label=_("edge of the tensor")),
+        Line2D(
+            [], [], color=_EDGE_COLOUR, linewidth=2.5, label=_("edge of the tensor")
+        ),
     ]
     fig.legend(handles=legend, loc="outside lower center", ncols=2, frameon=False)
     style(fig)

@@ -47,7 +47,9 @@ def _clear_grads(tensors: Sequence[torch.Tensor]) -> None:
         tensor.grad = None
 
 
-def call_time_ms(fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()) -> float:
+def call_time_ms(
+    fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()
+) -> float:
     """Call time of ``fn`` in milliseconds: ``do_bench``'s median, launch included.
 
     ``grad_to_none``: tensors whose ``.grad`` is cleared before each run, so that a timed
@@ -81,9 +83,14 @@ class _Flush:
         main.wait_stream(self.stream)
 
 
-def _repeats(fn: Callable[[], Any], flush: _Flush, grad_to_none: Sequence[torch.Tensor]) -> int:
+def _repeats(
+    fn: Callable[[], Any], flush: _Flush, grad_to_none: Sequence[torch.Tensor]
+) -> int:
     """How many calls to profile: as many as take KERNEL_REP_MS, within KERNEL_REPEATS."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start, end = (
+        torch.cuda.Event(enable_timing=True),
+        torch.cuda.Event(enable_timing=True),
+    )
     start.record()
     for _ in range(5):
         _clear_grads(grad_to_none)
@@ -112,7 +119,9 @@ def per_call_gpu_us(
         elif calls:
             calls[-1] += duration_ns / 1e3
     if len(calls) != repeats:
-        raise KernelTimeUnavailable(f"the profiler saw {len(calls)} L2 flushes for {repeats} calls")
+        raise KernelTimeUnavailable(
+            f"the profiler saw {len(calls)} L2 flushes for {repeats} calls"
+        )
     if not all(calls):
         raise KernelTimeUnavailable("the profiler saw a call with no GPU work")
     return calls
@@ -126,7 +135,9 @@ def _is_gpu_work(event: Any) -> bool:
     return not event.is_user_annotation()
 
 
-def kernel_time_ms(fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()) -> float:
+def kernel_time_ms(
+    fn: Callable[[], Any], grad_to_none: Sequence[torch.Tensor] = ()
+) -> float:
     """Kernel time of ``fn`` in milliseconds: the median over repeated calls of the summed
     durations of the GPU work each call launched, L2 flushed before each (see module doc).
 

@@ -83,15 +83,16 @@ class AddFunction(torch.autograd.Function):
         return grad if want_dx else None, grad if want_dy else None
 
 
-def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Return ``x + y`` computed by :func:`add_tail_apart_kernel`, differentiable in ``x``
-    and ``y``.
+def add(
+    x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Return ``x + y`` computed by :func:`add_tail_apart_kernel`, differentiable in
+    ``x`` and ``y``.
 
     ``x`` and ``y`` must be contiguous tensors of one shape and one float dtype
     (float16, bfloat16 or float32) on the device Triton runs on. ``out``, if given,
     receives the result and must match them; it may be ``x`` or ``y`` itself but must
-    not overlap them otherwise, and, as in PyTorch, it records no gradient.
-    """
+    not overlap them otherwise, and, as in PyTorch, it records no gradient."""
     check_tensor("x", x, SUPPORTED_DTYPES)
     check_tensor("y", y, SUPPORTED_DTYPES)
     check_same_layout(("x", "y"), x, y)
@@ -122,7 +123,9 @@ def check_out(out: object, x: torch.Tensor, y: torch.Tensor) -> None:
     check_no_partial_overlap(("out", "x"), out, x)
     check_no_partial_overlap(("out", "y"), out, y)
     for name, tensor in (("x", x), ("y", y), ("out", out)):
-        check_no_grad(name, tensor, "add with out= records no gradient (nor does PyTorch's)")
+        check_no_grad(
+            name, tensor, "add with out= records no gradient (nor does PyTorch's)"
+        )
 
 
 def torch_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -131,7 +134,10 @@ def torch_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(
-    n_elements: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    n_elements: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Two random vectors of ``n_elements`` values (random, never zeros, which hide bugs)."""
     x = torch.randn(n_elements, dtype=dtype, device=device, generator=generator)
@@ -145,7 +151,19 @@ def bytes_moved(n_elements: int, dtype: torch.dtype) -> int:
 
 
 # Every other power of two, and two odd lengths: no tile size divides those.
-SIZES = (2**12, 2**14, 2**16, 2**18, 2**20, 3_000_001, 2**22, 2**24, 2**26, 100_000_001, 2**28)
+SIZES = (
+    2**12,
+    2**14,
+    2**16,
+    2**18,
+    2**20,
+    3_000_001,
+    2**22,
+    2**24,
+    2**26,
+    100_000_001,
+    2**28,
+)
 
 BENCHMARK = BenchmarkSpec(
     name="vector_add",

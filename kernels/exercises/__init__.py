@@ -23,14 +23,31 @@ from . import speed
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError
 
-__all__ = ["GALLERY", "LESSONS", "PAGES", "CheckResult", "Exercise", "ExerciseDefinitionError",
-           "check", "exercise", "lesson_exercises"]  # fmt: skip
+__all__ = [
+    "GALLERY",
+    "LESSONS",
+    "PAGES",
+    "CheckResult",
+    "Exercise",
+    "ExerciseDefinitionError",
+    "check",
+    "exercise",
+    "lesson_exercises",
+]
 
 # The lessons (docs/lessons/) that have exercises, by the name of their quiz bank, in
 # course order; then the gallery's pages (gallery/plot_NN_*.py), likewise.
 LESSONS = ("intro", "constexpr", "tiles", "debugging")
-GALLERY = ("vector_add", "dropout", "softmax", "rms_norm", "layer_norm", "cross_entropy",
-           "matmul", "flash_attention")  # fmt: skip
+GALLERY = (
+    "vector_add",
+    "dropout",
+    "softmax",
+    "rms_norm",
+    "layer_norm",
+    "cross_entropy",
+    "matmul",
+    "flash_attention",
+)
 # Every page with exercises: the one list that lookups and the directive go by.
 PAGES = LESSONS + GALLERY
 
@@ -76,7 +93,9 @@ def validate_lesson(lesson: str, exercises: object, where: str) -> tuple[Exercis
                 f"{where}: exercise {item.id!r} says it belongs to lesson {item.lesson!r}"
             )
         if item.id in seen:
-            raise ExerciseDefinitionError(f"{where}: exercise {item.id!r} is listed twice")
+            raise ExerciseDefinitionError(
+                f"{where}: exercise {item.id!r} is listed twice"
+            )
         seen.add(item.id)
     return exercises
 
@@ -89,7 +108,9 @@ def exercise(exercise_id: str) -> Exercise:
                 if item.id == exercise_id:
                     return item
     known = [item.id for name in PAGES for item in lesson_exercises(name)]
-    raise ValueError(f"no exercise is called {exercise_id!r}; the exercises: {', '.join(known)}")
+    raise ValueError(
+        f"no exercise is called {exercise_id!r}; the exercises: {', '.join(known)}"
+    )
 
 
 def check(
@@ -125,7 +146,9 @@ def check(
     return result
 
 
-def _graded_by_speed(item: Exercise, submission: object, result: CheckResult) -> CheckResult:
+def _graded_by_speed(
+    item: Exercise, submission: object, result: CheckResult
+) -> CheckResult:
     # A right answer to a "faster" exercise: timed, and judged by its share of the
     # course's rate; where it cannot be timed, it is right but not (yet) passed.
     why = speed.timing_unavailable(item)
@@ -141,10 +164,14 @@ def _graded_by_speed(item: Exercise, submission: object, result: CheckResult) ->
     share = rates["yours"] / rates["course"]
     goal = item.speed_goal
     assert goal is not None  # a "faster" exercise has one (Exercise checks it)
-    verdict = (_("Passed: {share} of the course's rate; the goal is {goal}.")
-               if share >= goal else
-               _("Not yet: right on every case, but at {share} of the course's rate; the "
-                 "goal is {goal}."))  # fmt: skip
+    verdict = (
+        _("Passed: {share} of the course's rate; the goal is {goal}.")
+        if share >= goal
+        else _(
+            "Not yet: right on every case, but at {share} of the course's rate; the "
+            "goal is {goal}."
+        )
+    )
     verdict = verdict.format(share=number(f"{share:.2f}x"), goal=number(f"{goal:.2f}x"))
     lines = [speed.report(item, rates), verdict]
     return dataclasses.replace(

@@ -125,7 +125,9 @@ def _place(
     return buffer, _view_in(buffer, shape, layout)
 
 
-def _view_in(buffer: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
+def _view_in(
+    buffer: torch.Tensor, shape: tuple[int, ...], layout: Layout
+) -> torch.Tensor:
     """The view of ``shape`` laid out as ``layout`` in a buffer made by ``_place``."""
     guard = _guard(shape, layout)
     flat = buffer[guard : guard + _span(shape, layout)]
@@ -143,7 +145,9 @@ def _inputs(case: Case, guard: float = math.nan) -> dict[str, torch.Tensor]:
     for name, values in case.inputs.items():
         dtype = case.dtype if values.is_floating_point() else values.dtype
         fill = guard if dtype.is_floating_point else 0
-        _, view = _place(tuple(values.shape), dtype, case.layouts.get(name, CONTIGUOUS), fill)
+        _, view = _place(
+            tuple(values.shape), dtype, case.layouts.get(name, CONTIGUOUS), fill
+        )
         view.copy_(values)
         placed[name] = view
     return placed
@@ -163,7 +167,11 @@ def _where_outside(index: int, shape: tuple[int, ...], layout: Layout) -> str:
     outer, inner = (cols, rows) if layout.transposed else (rows, cols)
     line = offset // (inner + layout.pad_cols)
     if line >= outer:
-        return _("past its last row") if not layout.transposed else _("past its last column")
+        return (
+            _("past its last row")
+            if not layout.transposed
+            else _("past its last column")
+        )
     if layout.transposed:
         return _("in column {col}, below its last row").format(col=line)
     return _("in row {row}, right of its last column").format(row=line)
@@ -201,7 +209,9 @@ def _short_error(error: BaseException, files: set[str]) -> list[str]:
             if filename in files:
                 source = linecache.getline(filename, line).strip()
                 return [
-                    _("Your code stops with an error at line {line}:").format(line=line),
+                    _("Your code stops with an error at line {line}:").format(
+                        line=line
+                    ),
                     f"    {source}",
                     f"{described}",
                 ]
@@ -234,9 +244,12 @@ def _wrong(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
     finite = expected[torch.isfinite(expected)]
     scale = max(1.0, finite.abs().max().item()) if finite.numel() else 1.0
     close = torch.isclose(
-        actual.double(), expected.double(), rtol=tolerance, atol=tolerance * scale,
+        actual.double(),
+        expected.double(),
+        rtol=tolerance,
+        atol=tolerance * scale,
         equal_nan=True,
-    )  # fmt: skip
+    )
     return ~close
 
 
@@ -245,7 +258,9 @@ def _run_of(indices: list[int]) -> str:
     return f"{shown}, ..." if len(indices) > 3 else shown
 
 
-def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tuple[str, str] | None:
+def _pattern(
+    wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool
+) -> tuple[str, str] | None:
     """The pattern of the wrong elements, as (name, sentence), where one is plain. A 1-D
     output with a tile of one element has one value per row (a program per row)."""
     if wrong.all():
@@ -254,7 +269,9 @@ def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tup
                 "No element was written: is there a `tl.store`, with a mask that is true "
                 "somewhere, and does the grid launch any program?"
             )
-        return "all", _("Every element is wrong, so look at the computation itself first.")
+        return "all", _(
+            "Every element is wrong, so look at the computation itself first."
+        )
     if wrong.dim() == 2 or tile == (1,):
         return _row_pattern(wrong, tile)
     n = wrong.numel()
@@ -265,7 +282,11 @@ def _pattern(wrong: torch.Tensor, tile: tuple[int, ...], unwritten: bool) -> tup
             "with `<=`, and `n` with `n - 1`)."
         )
     # Whole tiles at the end left unwritten: their programs never ran.
-    if unwritten and bad == list(range(bad[0], n)) and (not tile or bad[0] % tile[0] == 0):
+    if (
+        unwritten
+        and bad == list(range(bad[0], n))
+        and (not tile or bad[0] % tile[0] == 0)
+    ):
         return "tail", _(
             "Elements {start} to {end}, up to the end, were never written: the grid "
             "launches too few programs for {n} elements (round the division up, with "
@@ -294,7 +315,11 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
         return "rows_after_first", _(
             "Row 0 is right and every later row is wrong: look at where a row starts (its stride)."
         )
-    if len(rows) > 1 and len({r % 2 for r in rows}) == 1 and len(rows) >= (n_rows - 1) // 2:
+    if (
+        len(rows) > 1
+        and len({r % 2 for r in rows}) == 1
+        and len(rows) >= (n_rows - 1) // 2
+    ):
         return "every_other_row", _(
             "Every other row is wrong (rows {which}): look at how a program finds its rows."
         ).format(which=_run_of(rows))
@@ -312,12 +337,20 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
         block_rows, block_cols = tile
         # Only where there is a whole tile before it: a matrix smaller than one tile
         # is all last tile, and saying so would point at the mask for nothing.
-        if n_rows > block_rows and n_rows % block_rows and rows[0] >= n_rows - n_rows % block_rows:
+        if (
+            n_rows > block_rows
+            and n_rows % block_rows
+            and rows[0] >= n_rows - n_rows % block_rows
+        ):
             return "last_partial_tile", _(
                 "Only the last, partial tile of rows is wrong (rows {start} to {end}): "
                 "look at the mask of the rows."
             ).format(start=n_rows - n_rows % block_rows, end=n_rows - 1)
-        if n_cols > block_cols and n_cols % block_cols and cols[0] >= n_cols - n_cols % block_cols:
+        if (
+            n_cols > block_cols
+            and n_cols % block_cols
+            and cols[0] >= n_cols - n_cols % block_cols
+        ):
             return "last_partial_tile", _(
                 "Only the last, partial tile of columns is wrong (columns {start} to "
                 "{end}): look at the mask of the columns."
@@ -326,7 +359,11 @@ def _row_pattern(wrong: torch.Tensor, tile: tuple[int, ...]) -> tuple[str, str] 
 
 
 def _compare(
-    actual: torch.Tensor, expected: torch.Tensor, case: Case, *, own_output: bool = False
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    case: Case,
+    *,
+    own_output: bool = False,
 ) -> None:
     """Raise a :class:`_Failure` where ``actual`` is not ``expected``. ``own_output``: the
     learner's launcher allocated the output, under :func:`_filled_allocations`, so an
@@ -346,36 +383,50 @@ def _compare(
         unwritten_at = (actual.long() == SENTINEL) & (expected != SENTINEL)
     unwritten = bool((unwritten_at | ~wrong).all())
     lines = [
-        _("Wrong values: {count} of {total}. The first is at index {index}: expected "
-          "{expected}, got {actual}.").format(
-            count=int(wrong.sum()), total=wrong.numel(), index=_format_index(first),
-            expected=_format_value(want), actual=_format_value(got))
-    ]  # fmt: skip
+        _(
+            "Wrong values: {count} of {total}. The first is at index {index}: expected "
+            "{expected}, got {actual}."
+        ).format(
+            count=int(wrong.sum()),
+            total=wrong.numel(),
+            index=_format_index(first),
+            expected=_format_value(want),
+            actual=_format_value(got),
+        )
+    ]
     kind = "wrong_values"
     if unwritten:
         kind = "not_written"
-        lines.append(_("The wrong elements still hold what the output held before the "
-                       "launch: no program wrote them."))  # fmt: skip
+        lines.append(
+            _(
+                "The wrong elements still hold what the output held before the "
+                "launch: no program wrote them."
+            )
+        )
     elif not actual.is_floating_point() and bool(
         ((actual.long() - expected.long())[wrong] % WRAP == 0).all()
     ):
         kind = "overflow"
-        lines.append(_(
-            "Each wrong value differs from the right one by a multiple of 2**32: the "
-            "computation wrapped around in 32-bit integers. Widen a factor to int64 "
-            "before multiplying."
-        ))  # fmt: skip
+        lines.append(
+            _(
+                "Each wrong value differs from the right one by a multiple of 2**32: the "
+                "computation wrapped around in 32-bit integers. Widen a factor to int64 "
+                "before multiplying."
+            )
+        )
     elif (
         actual.is_floating_point()
         and not own_output
         and bool((torch.isnan(actual) & ~torch.isnan(expected)).any())
     ):
         kind = "read_outside"
-        lines.append(_(
-            "The output holds NaN where the right answer has none. Around the inputs, and "
-            "between the elements of a strided input, the checker put NaN: the kernel "
-            "most likely read outside an input."
-        ))  # fmt: skip
+        lines.append(
+            _(
+                "The output holds NaN where the right answer has none. Around the inputs, and "
+                "between the elements of a strided input, the checker put NaN: the kernel "
+                "most likely read outside an input."
+            )
+        )
     # A wrapped integer tells its own story; the indices it happens at tell none.
     found = None if kind == "overflow" else _pattern(wrong, case.tile, unwritten)
     if found:
@@ -389,10 +440,15 @@ def _compare(
 def _check_kernel(task: KernelTask, kernel: object, files: set[str]) -> None:
     """Run ``kernel`` on every case; raise a :class:`_Failure` at the first that fails."""
     if not (isinstance(kernel, KernelInterface) and hasattr(kernel, "fn")):
-        raise _Failure("wrong_type", [_(
-            "This exercise checks a kernel: pass the function decorated with `@triton.jit` "
-            "itself (not a call of it, nor a launcher). Got: {what}."
-        ).format(what=type(kernel).__name__)])  # fmt: skip
+        raise _Failure(
+            "wrong_type",
+            [
+                _(
+                    "This exercise checks a kernel: pass the function decorated with `@triton.jit` "
+                    "itself (not a call of it, nor a launcher). Got: {what}."
+                ).format(what=type(kernel).__name__)
+            ],
+        )
     for case in task.cases:
         with _failing_case(case):
             layout = case.layouts.get("out", CONTIGUOUS)
@@ -407,12 +463,19 @@ def _check_kernel(task: KernelTask, kernel: object, files: set[str]) -> None:
             outside = (buffer != SENTINEL) & ~inside
             if outside.any():
                 index = int(outside.nonzero()[0])
-                raise _Failure("wrote_outside", [_(
-                    "The kernel wrote outside the output, first {where} (elements changed "
-                    "outside: {count}). Out there is other memory: check the mask of every "
-                    "`tl.store`."
-                ).format(count=int(outside.sum()),
-                         where=_where_outside(index, case.out_shape, layout))])  # fmt: skip
+                raise _Failure(
+                    "wrote_outside",
+                    [
+                        _(
+                            "The kernel wrote outside the output, first {where} (elements changed "
+                            "outside: {count}). Out there is other memory: check the mask of every "
+                            "`tl.store`."
+                        ).format(
+                            count=int(outside.sum()),
+                            where=_where_outside(index, case.out_shape, layout),
+                        )
+                    ],
+                )
             expected = task.reference(case)
             try:
                 _compare(out, expected, case)
@@ -470,10 +533,15 @@ def _failing_case(case: Case) -> Iterator[None]:
 def _check_launcher(task: LauncherTask, launcher: object, files: set[str]) -> None:
     """Call ``launcher`` on every case; raise a :class:`_Failure` at the first that fails."""
     if isinstance(launcher, KernelInterface) or not callable(launcher):
-        raise _Failure("wrong_type", [_(
-            "This exercise checks a launcher: pass the Python function that allocates the "
-            "output and launches the kernel. Got: {what}."
-        ).format(what=type(launcher).__name__)])  # fmt: skip
+        raise _Failure(
+            "wrong_type",
+            [
+                _(
+                    "This exercise checks a launcher: pass the Python function that allocates the "
+                    "output and launches the kernel. Got: {what}."
+                ).format(what=type(launcher).__name__)
+            ],
+        )
     for case in task.cases:
         with _failing_case(case):
             try:
@@ -483,20 +551,38 @@ def _check_launcher(task: LauncherTask, launcher: object, files: set[str]) -> No
                 raise _Failure("error", _short_error(error, files)) from None
             expected = task.reference(case)
             if not isinstance(out, torch.Tensor):
-                raise _Failure("wrong_type", [_(
-                    "The launcher returned {what}, not a tensor: return the output tensor."
-                ).format(what=type(out).__name__)])  # fmt: skip
+                raise _Failure(
+                    "wrong_type",
+                    [
+                        _(
+                            "The launcher returned {what}, not a tensor: return the output tensor."
+                        ).format(what=type(out).__name__)
+                    ],
+                )
             if out.dtype != case.result_dtype:
-                raise _Failure("wrong_dtype", [_(
-                    "The launcher returned a tensor of dtype {got}; for inputs of dtype "
-                    "{dtype} the result must be {want}: allocate it with the input's dtype."
-                ).format(got=_dtype(out.dtype), dtype=_dtype(case.dtype),
-                         want=_dtype(case.result_dtype))])  # fmt: skip
+                raise _Failure(
+                    "wrong_dtype",
+                    [
+                        _(
+                            "The launcher returned a tensor of dtype {got}; for inputs of dtype "
+                            "{dtype} the result must be {want}: allocate it with the input's dtype."
+                        ).format(
+                            got=_dtype(out.dtype),
+                            dtype=_dtype(case.dtype),
+                            want=_dtype(case.result_dtype),
+                        )
+                    ],
+                )
             if tuple(out.shape) != tuple(expected.shape):
-                raise _Failure("wrong_shape", [_(
-                    "The launcher returned a tensor of shape {got}; the result must have "
-                    "shape {want}."
-                ).format(got=tuple(out.shape), want=tuple(expected.shape))])  # fmt: skip
+                raise _Failure(
+                    "wrong_shape",
+                    [
+                        _(
+                            "The launcher returned a tensor of shape {got}; the result must have "
+                            "shape {want}."
+                        ).format(got=tuple(out.shape), want=tuple(expected.shape))
+                    ],
+                )
             _compare(out, expected, case, own_output=True)
 
 
@@ -527,22 +613,31 @@ def _check_answer(task: AnswerTask, answer: object) -> None:
         or answer is Ellipsis
         or (isinstance(answer, tuple | list) and Ellipsis in answer)
     ):
-        raise _Failure("no_answer", [_(
+        no_answer = _(
             "There is no prediction yet: write your answer in place of `...`, then check it."
-        )])  # fmt: skip
+        )
+        raise _Failure("no_answer", [no_answer])
     actual = task.run()
     if _same(answer, actual):
         raise _Passed(_("Right: that is what the launch gives."))
-    raise _Failure("wrong_answer", [_(
-        "You predicted {answer}; running the kernel gives {actual}. Read the solution's "
-        "explanation to see why."
-    ).format(answer=answer, actual=actual)])  # fmt: skip
+    raise _Failure(
+        "wrong_answer",
+        [
+            _(
+                "You predicted {answer}; running the kernel gives {actual}. Read the solution's "
+                "explanation to see why."
+            ).format(answer=answer, actual=actual)
+        ],
+    )
 
 
 def _same(answer: object, actual: object) -> bool:
     if isinstance(actual, tuple):
-        return (isinstance(answer, tuple | list) and len(answer) == len(actual)
-                and all(_same(a, b) for a, b in zip(answer, actual, strict=True)))  # fmt: skip
+        return (
+            isinstance(answer, tuple | list)
+            and len(answer) == len(actual)
+            and all(_same(a, b) for a, b in zip(answer, actual, strict=True))
+        )
     if isinstance(answer, bool) or not isinstance(answer, int | float):
         return False
     return math.isclose(answer, actual, rel_tol=1e-9)
@@ -551,10 +646,14 @@ def _same(answer: object, actual: object) -> bool:
 # ----- the entry point ---------------------------------------------------------------
 
 
-def run_check(exercise: Exercise, submission: object, *, quiet: bool = False) -> CheckResult:
+def run_check(
+    exercise: Exercise, submission: object, *, quiet: bool = False
+) -> CheckResult:
     """Check ``submission`` against ``exercise``; print the diagnosis unless ``quiet``."""
-    files = _code_files(submission) | {exercise.source_name("starter"),
-                                       exercise.source_name("solution")}  # fmt: skip
+    files = _code_files(submission) | {
+        exercise.source_name("starter"),
+        exercise.source_name("solution"),
+    }
     task = exercise.task
     try:
         if isinstance(task, KernelTask):
@@ -571,14 +670,26 @@ def run_check(exercise: Exercise, submission: object, *, quiet: bool = False) ->
                 case=translated(case.name)
             )
         lines += failure.lines
-        if case is not None and case.note and failure.kind not in ("error", "wrong_type"):
+        if (
+            case is not None
+            and case.note
+            and failure.kind not in ("error", "wrong_type")
+        ):
             lines.append(translated(case.note))
-        result = CheckResult(exercise.id, False, failure.kind, "\n".join(lines),
-                             failure.pattern, case.name if case else None)  # fmt: skip
+        result = CheckResult(
+            exercise.id,
+            False,
+            failure.kind,
+            "\n".join(lines),
+            failure.pattern,
+            case.name if case else None,
+        )
     except _Passed as passed:
         result = CheckResult(exercise.id, True, "passed", passed.message)
     else:
-        result = CheckResult(exercise.id, True, "passed", _("Passed: every case is right."))
+        result = CheckResult(
+            exercise.id, True, "passed", _("Passed: every case is right.")
+        )
     if not quiet:
         print(result.message)
     return result

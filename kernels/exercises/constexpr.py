@@ -12,7 +12,9 @@ def _values(n: int) -> torch.Tensor:
     values = torch.arange(n, dtype=torch.float64) * 0.75 - n * 0.3
     values[values == 0] = 0.5
     if n > 8:
-        values[[3, 7]] = torch.tensor([float("inf"), -float("inf")], dtype=torch.float64)
+        values[[3, 7]] = torch.tensor(
+            [float("inf"), -float("inf")], dtype=torch.float64
+        )
     return values
 
 
@@ -133,7 +135,9 @@ def _rows_cases() -> tuple[Case, ...]:
     )
 
 
-def _call_rows(launcher: object, inputs: dict[str, torch.Tensor], params: object) -> object:
+def _call_rows(
+    launcher: object, inputs: dict[str, torch.Tensor], params: object
+) -> object:
     return launcher(inputs["x"], params["scale"])  # type: ignore[index, operator]
 
 
@@ -172,7 +176,9 @@ def scale_rows(x, scale):
 """,
     hints=(
         N_("Rows of 64 columns work; rows of 50 do not. What is special about 64?"),
-        N_("Round the row's length up to a power of two: the mask switches the extra lanes off."),
+        N_(
+            "Round the row's length up to a power of two: the mask switches the extra lanes off."
+        ),
         N_("`BLOCK_SIZE = triton.next_power_of_2(n_cols)`."),
     ),
     solution="""\

@@ -7,12 +7,16 @@ from .model import N_, Case, Exercise, KernelTask, Launch
 IGNORE_INDEX = -100
 
 
-def _logits(rows: int, cols: int, offset: float = 0.0, spread: float = 1.0) -> torch.Tensor:
+def _logits(
+    rows: int, cols: int, offset: float = 0.0, spread: float = 1.0
+) -> torch.Tensor:
     values = torch.arange(rows * cols, dtype=torch.float64).reshape(rows, cols)
     return ((values * 0.37) % 5.0 - 2.5) * spread + offset
 
 
-def _case(name: str, logits: torch.Tensor, targets: list[int], block: int, **extra: object) -> Case:
+def _case(
+    name: str, logits: torch.Tensor, targets: list[int], block: int, **extra: object
+) -> Case:
     return Case(
         name,
         {"logits": logits, "targets": torch.tensor(targets, dtype=torch.int64)},
@@ -27,24 +31,38 @@ def _reference(case: Case) -> torch.Tensor:
     logits, targets = case.value("logits"), case.value("targets")
     valid = targets != IGNORE_INDEX
     picked = logits.gather(1, targets.clamp(min=0)[:, None])[:, 0]
-    return torch.where(valid, torch.logsumexp(logits, dim=1) - picked, torch.zeros_like(picked))
+    return torch.where(
+        valid, torch.logsumexp(logits, dim=1) - picked, torch.zeros_like(picked)
+    )
 
 
 def _launch_lse(kernel: object, launch: Launch) -> None:
     logits, targets = launch.inputs["logits"], launch.inputs["targets"]
-    kernel[(logits.shape[0],)](logits, targets, launch.out, logits.shape[1],
-                               BLOCK_SIZE=launch.params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(logits.shape[0],)](
+        logits,
+        targets,
+        launch.out,
+        logits.shape[1],
+        BLOCK_SIZE=launch.params["BLOCK_SIZE"],
+    )
 
 
 def _lse_cases() -> tuple[Case, ...]:
     return (
-        _case(N_("5 rows of 50 small logits, tiles of 64"), _logits(5, 50), [0, 7, 49, 3, 20], 64),
+        _case(
+            N_("5 rows of 50 small logits, tiles of 64"),
+            _logits(5, 50),
+            [0, 7, 49, 3, 20],
+            64,
+        ),
         _case(
             N_("logits from 900 to 1100"),
             _logits(4, 50, offset=1000.0, spread=40.0),
             [1, 2, 3, 4],
             64,
-            note=N_("`exp(1000)` is infinity in float32: the exponent must not be large."),
+            note=N_(
+                "`exp(1000)` is infinity in float32: the exponent must not be large."
+            ),
         ),
         _case(N_("one class"), _logits(2, 1), [0, 0], 16),
     )
@@ -78,7 +96,9 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, BLOCK_SIZE
             "`log(sum(exp(x)))` is `m + log(sum(exp(x - m)))` for any `m`. Which `m` keeps "
             "every `exp` at most 1?"
         ),
-        N_("Take `m = tl.max(x, axis=0)`: the padding lanes hold -inf and add `exp(-inf) = 0`."),
+        N_(
+            "Take `m = tl.max(x, axis=0)`: the padding lanes hold -inf and add `exp(-inf) = 0`."
+        ),
         N_(
             "`row_max = tl.max(x, axis=0)`, then "
             "`log_sum_exp = row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))`."
@@ -110,8 +130,14 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, BLOCK_SIZE
 
 def _launch_ignore(kernel: object, launch: Launch) -> None:
     logits, targets = launch.inputs["logits"], launch.inputs["targets"]
-    kernel[(logits.shape[0],)](logits, targets, launch.out, logits.shape[1], IGNORE_INDEX,
-                               BLOCK_SIZE=launch.params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(logits.shape[0],)](
+        logits,
+        targets,
+        launch.out,
+        logits.shape[1],
+        IGNORE_INDEX,
+        BLOCK_SIZE=launch.params["BLOCK_SIZE"],
+    )
 
 
 def _ignore_cases() -> tuple[Case, ...]:
@@ -122,7 +148,9 @@ def _ignore_cases() -> tuple[Case, ...]:
             _logits(5, 50),
             [IGNORE_INDEX, 7, 49, IGNORE_INDEX, 20],
             64,
-            note=N_("An ignored row has the loss 0, and its target is no column of the row."),
+            note=N_(
+                "An ignored row has the loss 0, and its target is no column of the row."
+            ),
         ),
     )
 
@@ -152,7 +180,9 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, ignore_ind
     tl.store(losses_ptr + row, log_sum_exp - target_logit)
 """,
     hints=(
-        N_("Where does `logits_ptr + row * n_cols + target` point when the target is -100?"),
+        N_(
+            "Where does `logits_ptr + row * n_cols + target` point when the target is -100?"
+        ),
         N_(
             "An ignored row must neither read its target's logit (there is none) nor "
             "store a loss other than 0."

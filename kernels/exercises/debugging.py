@@ -12,7 +12,9 @@ def _ramp(n: int) -> torch.Tensor:
 
 def _copy_cases() -> tuple[Case, ...]:
     def case(name: str, n: int, block: int) -> Case:
-        return Case(name, {"x": _ramp(n)}, (n,), params={"BLOCK_SIZE": block}, tile=(block,))
+        return Case(
+            name, {"x": _ramp(n)}, (n,), params={"BLOCK_SIZE": block}, tile=(block,)
+        )
 
     return (
         case(N_("6 elements in tiles of 4"), 6, 4),
@@ -24,7 +26,9 @@ def _copy_cases() -> tuple[Case, ...]:
 
 def _launch_copy(kernel: object, launch: Launch) -> None:
     n, block = launch.out.numel(), launch.params["BLOCK_SIZE"]
-    kernel[(triton.cdiv(n, block),)](launch.inputs["x"], launch.out, n, BLOCK_SIZE=block)
+    kernel[(triton.cdiv(n, block),)](
+        launch.inputs["x"], launch.out, n, BLOCK_SIZE=block
+    )
 
 
 OFF_BY_ONE = Exercise(
@@ -156,7 +160,9 @@ def row_min_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
         "is how the bug hides."
     ),
     entry="row_min_kernel",
-    task=KernelTask(_min_cases(), _launch_min, lambda case: case.value("x").amin(dim=1)),
+    task=KernelTask(
+        _min_cases(), _launch_min, lambda case: case.value("x").amin(dim=1)
+    ),
     starter_diagnosis="wrong_values",
 )
 
@@ -233,7 +239,9 @@ def row_start_kernel(rows_ptr, out_ptr, row_stride, BLOCK_SIZE: tl.constexpr):
     ),
     entry="row_start_kernel",
     task=KernelTask(
-        _start_cases(), _launch_starts, lambda case: case.value("rows") * case.params["row_stride"]
+        _start_cases(),
+        _launch_starts,
+        lambda case: case.value("rows") * case.params["row_stride"],
     ),
     starter_diagnosis="overflow",
 )

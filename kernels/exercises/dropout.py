@@ -31,7 +31,9 @@ def _reference(case: Case) -> torch.Tensor:
 
 
 def _cases() -> tuple[Case, ...]:
-    def case(name: str, n: int, block: int, p: float, seed: int, **extra: object) -> Case:
+    def case(
+        name: str, n: int, block: int, p: float, seed: int, **extra: object
+    ) -> Case:
         x = torch.arange(n, dtype=torch.float64) * 0.25 + 1.0
         return Case(
             name,
@@ -53,7 +55,9 @@ def _cases() -> tuple[Case, ...]:
 def _launch(kernel: object, launch: Launch) -> None:
     x, out, params = launch.inputs["x"], launch.out, launch.params
     n, block = out.numel(), params["BLOCK_SIZE"]
-    kernel[(triton.cdiv(n, block),)](x, out, n, params["p"], params["seed"], BLOCK_SIZE=block)
+    kernel[(triton.cdiv(n, block),)](
+        x, out, n, params["p"], params["seed"], BLOCK_SIZE=block
+    )
 
 
 KEEP_MASK = Exercise(

@@ -17,17 +17,28 @@ def _values(rows: int, start: int, scale: float) -> torch.Tensor:
 
 
 def _case(name: str, seq_len: int, **extra: object) -> Case:
-    inputs = {"q": _values(seq_len, 0, 2.0), "k": _values(seq_len, 1000, 2.0),
-              "v": _values(seq_len, 3000, 1.0)}  # fmt: skip
+    inputs = {
+        "q": _values(seq_len, 0, 2.0),
+        "k": _values(seq_len, 1000, 2.0),
+        "v": _values(seq_len, 3000, 1.0),
+    }
     return Case(name, inputs, (seq_len, HEAD_DIM), tile=(BLOCK, HEAD_DIM), **extra)  # type: ignore[arg-type]
 
 
 def _launch(kernel: object, launch: Launch) -> None:
     q, k, v = launch.inputs["q"], launch.inputs["k"], launch.inputs["v"]
     seq_len = q.shape[0]
-    kernel[(triton.cdiv(seq_len, BLOCK),)](q, k, v, launch.out, seq_len, 1 / math.sqrt(HEAD_DIM),
-                                           HEAD_DIM=HEAD_DIM, BLOCK_M=BLOCK,
-                                           BLOCK_N=BLOCK)  # fmt: skip
+    kernel[(triton.cdiv(seq_len, BLOCK),)](
+        q,
+        k,
+        v,
+        launch.out,
+        seq_len,
+        1 / math.sqrt(HEAD_DIM),
+        HEAD_DIM=HEAD_DIM,
+        BLOCK_M=BLOCK,
+        BLOCK_N=BLOCK,
+    )
 
 
 def _reference(case: Case) -> torch.Tensor:
@@ -166,7 +177,9 @@ KEY_MASK = Exercise(
             _case(
                 N_("40 tokens: the last block of keys holds 8"),
                 40,
-                note=N_("The 8 padding keys of the last block are not part of the sequence."),
+                note=N_(
+                    "The 8 padding keys of the last block are not part of the sequence."
+                ),
             ),
         ),
         _launch,

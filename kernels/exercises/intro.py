@@ -23,7 +23,10 @@ TIMED_ELEMENTS = 2**24
 
 def _timed_vectors(device: torch.device) -> dict[str, torch.Tensor]:
     generator = torch.Generator(device=device).manual_seed(0)
-    return {name: torch.randn(TIMED_ELEMENTS, device=device, generator=generator) for name in "xy"}
+    return {
+        name: torch.randn(TIMED_ELEMENTS, device=device, generator=generator)
+        for name in "xy"
+    }
 
 
 ADD_SPEED = Speed(
@@ -53,7 +56,9 @@ def _special(n: int) -> torch.Tensor:
 def _add_cases(block: int) -> tuple[Case, ...]:
     def case(name: str, n: int, **extra: object) -> Case:
         inputs = extra.pop("inputs", None) or {"x": _ramp(n), "y": _ramp(n, 100.0)}
-        return Case(name, inputs, (n,), params={"BLOCK_SIZE": block}, tile=(block,), **extra)  # type: ignore[arg-type]
+        return Case(
+            name, inputs, (n,), params={"BLOCK_SIZE": block}, tile=(block,), **extra
+        )  # type: ignore[arg-type]
 
     return (
         case(N_("512 elements, a whole number of tiles"), 512),
@@ -148,7 +153,12 @@ def _strided_cases() -> tuple[Case, ...]:
 
     return (
         case(N_("contiguous vectors of 300 elements"), 300, 128),
-        case(N_("x is every other element of a larger tensor (stride 2)"), 300, 128, x_step=2),
+        case(
+            N_("x is every other element of a larger tensor (stride 2)"),
+            300,
+            128,
+            x_step=2,
+        ),
         case(N_("y is every third element (stride 3), 77 elements"), 77, 32, y_step=3),
         case(N_("one element, strides 2 and 3"), 1, 16, x_step=2, y_step=3),
     )
@@ -157,7 +167,9 @@ def _strided_cases() -> tuple[Case, ...]:
 def _launch_strided(kernel: object, launch: Launch) -> None:
     x, y, out = launch.inputs["x"], launch.inputs["y"], launch.out
     block, n = launch.params["BLOCK_SIZE"], out.numel()
-    kernel[(triton.cdiv(n, block),)](x, y, out, n, x.stride(0), y.stride(0), BLOCK_SIZE=block)
+    kernel[(triton.cdiv(n, block),)](
+        x, y, out, n, x.stride(0), y.stride(0), BLOCK_SIZE=block
+    )
 
 
 ADD_STRIDE = Exercise(
@@ -183,7 +195,9 @@ def add_strided_kernel(x_ptr, y_ptr, out_ptr, n_elements, x_stride, y_stride,
     pass
 """,
     hints=(
-        N_("Steps 1, 2 and 4 are those of `add_kernel`; only the addresses of the loads change."),
+        N_(
+            "Steps 1, 2 and 4 are those of `add_kernel`; only the addresses of the loads change."
+        ),
         N_(
             "Element `i` of `x` is at `x_ptr + i * x_stride`. The offsets are a tile of "
             "indices, so one multiplication gives a tile of addresses."
@@ -237,7 +251,9 @@ def _launcher_cases() -> tuple[Case, ...]:
     )
 
 
-def _call_add(launcher: object, inputs: dict[str, torch.Tensor], params: object) -> object:
+def _call_add(
+    launcher: object, inputs: dict[str, torch.Tensor], params: object
+) -> object:
     return launcher(inputs["x"], inputs["y"])  # type: ignore[operator]
 
 
@@ -271,7 +287,9 @@ def add(x, y):
             "`triton.cdiv(a, b)` divides and rounds up. `torch.empty_like(x)` allocates a "
             "tensor with the shape, dtype and device of `x`."
         ),
-        N_("`out = torch.empty_like(x)` and `grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)`."),
+        N_(
+            "`out = torch.empty_like(x)` and `grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)`."
+        ),
     ),
     solution="""\
 def add(x, y):

@@ -20,8 +20,14 @@ def _cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
         cols = torch.arange(x.shape[1], dtype=torch.float64)
         inputs = {"x": x, "weight": cols * 0.25 + 0.5, "bias": cols * 0.125 - 1.0}
-        return Case(name, inputs, tuple(x.shape), params={"eps": EPS, "BLOCK_SIZE": block},
-                    tile=(1, block), **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            inputs,
+            tuple(x.shape),
+            params={"eps": EPS, "BLOCK_SIZE": block},
+            tile=(1, block),
+            **extra,
+        )  # type: ignore[arg-type]
 
     return (
         case(N_("6 rows of 64 values, tiles of 64"), _rows(6, 64), 64),
@@ -29,7 +35,9 @@ def _cases() -> tuple[Case, ...]:
             N_("6 rows of 50 values with a mean near 3, tiles of 64"),
             _rows(6, 50),
             64,
-            note=N_("The 14 padding lanes of each tile must not take part in the variance."),
+            note=N_(
+                "The 14 padding lanes of each tile must not take part in the variance."
+            ),
         ),
         case(N_("one row of one value"), _rows(1, 1), 16),
     )
@@ -38,14 +46,23 @@ def _cases() -> tuple[Case, ...]:
 def _launch(kernel: object, launch: Launch) -> None:
     inputs, params = launch.inputs, launch.params
     x = inputs["x"]
-    kernel[(x.shape[0],)](x, inputs["weight"], inputs["bias"], launch.out, x.shape[1],
-                          params["eps"], BLOCK_SIZE=params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(x.shape[0],)](
+        x,
+        inputs["weight"],
+        inputs["bias"],
+        launch.out,
+        x.shape[1],
+        params["eps"],
+        BLOCK_SIZE=params["BLOCK_SIZE"],
+    )
 
 
 def _reference(case: Case) -> torch.Tensor:
     x = case.value("x")
     centred = x - x.mean(dim=1, keepdim=True)
-    rstd = torch.rsqrt((centred * centred).mean(dim=1, keepdim=True) + case.params["eps"])
+    rstd = torch.rsqrt(
+        (centred * centred).mean(dim=1, keepdim=True) + case.params["eps"]
+    )
     return centred * rstd * case.value("weight") + case.value("bias")
 
 
@@ -111,7 +128,9 @@ def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, n_cols, eps,
     task=KernelTask(_cases(), _launch, _reference),
     speed=rows_speed(
         lambda x, weight, bias: layer_norm(x, weight, bias, EPS),
-        lambda x, weight, bias: torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, EPS),
+        lambda x, weight, bias: torch.nn.functional.layer_norm(
+            x, x.shape[-1:], weight, bias, EPS
+        ),
         ("weight", "bias"),
         eps=EPS,
     ),

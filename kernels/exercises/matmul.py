@@ -12,7 +12,9 @@ BLOCK = 16
 
 def _matrix(rows: int, cols: int, start: int = 0) -> torch.Tensor:
     # Multiples of 1/4 between -2 and 2: every product and sum is exact in float32.
-    values = torch.arange(start, start + rows * cols, dtype=torch.float64).reshape(rows, cols)
+    values = torch.arange(start, start + rows * cols, dtype=torch.float64).reshape(
+        rows, cols
+    )
     return (values * 7 % 17 - 8) * 0.25
 
 
@@ -45,9 +47,23 @@ def _launch(kernel: object, launch: Launch) -> None:
     a, b, c = launch.inputs["a"], launch.inputs["b"], launch.out
     (m, k), n = a.shape, b.shape[1]
     grid = (triton.cdiv(m, BLOCK), triton.cdiv(n, BLOCK))
-    kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                 c.stride(0), c.stride(1), BLOCK_M=BLOCK, BLOCK_N=BLOCK,
-                 BLOCK_K=BLOCK)  # fmt: skip
+    kernel[grid](
+        a,
+        b,
+        c,
+        m,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BLOCK_M=BLOCK,
+        BLOCK_N=BLOCK,
+        BLOCK_K=BLOCK,
+    )
 
 
 _KERNEL = """\

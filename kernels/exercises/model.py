@@ -125,7 +125,9 @@ class LauncherTask:
     compared (type, dtype, shape, values) with ``reference(case)``."""
 
     cases: tuple[Case, ...]
-    call: Callable[[Callable[..., Any], Mapping[str, torch.Tensor], Mapping[str, Any]], Any]
+    call: Callable[
+        [Callable[..., Any], Mapping[str, torch.Tensor], Mapping[str, Any]], Any
+    ]
     reference: Callable[[Case], torch.Tensor]
 
 
@@ -211,11 +213,23 @@ class Exercise:
             raise ExerciseDefinitionError(
                 f"{where}: kind {self.kind!r} is not one of {', '.join(KINDS)}"
             )
-        for name in ("title", "statement", "explanation", "starter", "solution", "entry"):
+        for name in (
+            "title",
+            "statement",
+            "explanation",
+            "starter",
+            "solution",
+            "entry",
+        ):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
-                raise ExerciseDefinitionError(f"{where}: {name!r} must be non-empty text")
-        if not isinstance(self.hints, tuple) or not MIN_HINTS <= len(self.hints) <= MAX_HINTS:
+                raise ExerciseDefinitionError(
+                    f"{where}: {name!r} must be non-empty text"
+                )
+        if (
+            not isinstance(self.hints, tuple)
+            or not MIN_HINTS <= len(self.hints) <= MAX_HINTS
+        ):
             raise ExerciseDefinitionError(
                 f"{where}: 'hints' must be a tuple of {MIN_HINTS} to {MAX_HINTS} hints, "
                 "from a nudge to almost the answer"
@@ -261,8 +275,13 @@ class Exercise:
         """What the starter or the solution (``which``) defines as ``entry``: a kernel, a
         launcher, or a predicted value."""
         where = f"exercise {self.id!r}: the {which}"
-        value = _run_source(getattr(self, which), self.source_name(which), self.entry,
-                            {**PRELUDE, **self.names}, where)  # fmt: skip
+        value = _run_source(
+            getattr(self, which),
+            self.source_name(which),
+            self.entry,
+            {**PRELUDE, **self.names},
+            where,
+        )
         if not isinstance(self.task, AnswerTask) and not callable(value):
             raise ExerciseDefinitionError(f"{where}: {self.entry!r} is not a function")
         return value
@@ -271,7 +290,9 @@ class Exercise:
 _compiled: dict[tuple[str, str, str], Any] = {}
 
 
-def _run_source(source: str, filename: str, entry: str, names: dict[str, Any], where: str) -> Any:
+def _run_source(
+    source: str, filename: str, entry: str, names: dict[str, Any], where: str
+) -> Any:
     """Run ``source`` under ``filename`` with ``names`` and return what it calls ``entry``."""
     key = (filename, source, entry)
     if key in _compiled:

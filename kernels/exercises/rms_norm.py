@@ -19,9 +19,14 @@ def _rows(rows: int, cols: int) -> torch.Tensor:
 def _cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
         weight = torch.arange(x.shape[1], dtype=torch.float64) * 0.25 + 0.5
-        return Case(name, {"x": x, "weight": weight}, tuple(x.shape),
-                    params={"eps": EPS, "BLOCK_SIZE": block}, tile=(1, block),
-                    **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            {"x": x, "weight": weight},
+            tuple(x.shape),
+            params={"eps": EPS, "BLOCK_SIZE": block},
+            tile=(1, block),
+            **extra,
+        )  # type: ignore[arg-type]
 
     zeros = _rows(3, 16)
     zeros[1] = 0.0
@@ -32,7 +37,9 @@ def _cases() -> tuple[Case, ...]:
             N_("a row of zeros among 3 rows of 16 values"),
             zeros,
             16,
-            note=N_("A row of zeros has a mean square of 0: `eps` keeps its root from being 0."),
+            note=N_(
+                "A row of zeros has a mean square of 0: `eps` keeps its root from being 0."
+            ),
         ),
         case(
             N_("float16, 4 rows of 100 values, tiles of 128"),
@@ -45,8 +52,14 @@ def _cases() -> tuple[Case, ...]:
 
 def _launch(kernel: object, launch: Launch) -> None:
     x, weight, params = launch.inputs["x"], launch.inputs["weight"], launch.params
-    kernel[(x.shape[0],)](x, weight, launch.out, x.shape[1], params["eps"],
-                          BLOCK_SIZE=params["BLOCK_SIZE"])  # fmt: skip
+    kernel[(x.shape[0],)](
+        x,
+        weight,
+        launch.out,
+        x.shape[1],
+        params["eps"],
+        BLOCK_SIZE=params["BLOCK_SIZE"],
+    )
 
 
 def _reference(case: Case) -> torch.Tensor:

@@ -8,7 +8,9 @@ from .model import N_, Case, Exercise, KernelTask, Launch
 from .speed import rows_speed
 
 
-def _rows(rows: int, cols: int, *, offset: float = 0.0, spread: float = 1.0) -> torch.Tensor:
+def _rows(
+    rows: int, cols: int, *, offset: float = 0.0, spread: float = 1.0
+) -> torch.Tensor:
     # Distinct values with a sign that varies along a row, shifted by offset.
     values = torch.arange(rows * cols, dtype=torch.float64).reshape(rows, cols)
     return ((values * 0.37) % 5.0 - 2.5) * spread + offset
@@ -16,8 +18,14 @@ def _rows(rows: int, cols: int, *, offset: float = 0.0, spread: float = 1.0) -> 
 
 def _cases() -> tuple[Case, ...]:
     def case(name: str, x: torch.Tensor, block: int, **extra: object) -> Case:
-        return Case(name, {"x": x}, tuple(x.shape), params={"BLOCK_SIZE": block}, tile=(1, block),
-                    **extra)  # type: ignore[arg-type]  # fmt: skip
+        return Case(
+            name,
+            {"x": x},
+            tuple(x.shape),
+            params={"BLOCK_SIZE": block},
+            tile=(1, block),
+            **extra,
+        )  # type: ignore[arg-type]
 
     return (
         case(N_("6 rows of 64 small values, tiles of 64"), _rows(6, 64), 64),
@@ -26,7 +34,9 @@ def _cases() -> tuple[Case, ...]:
             N_("rows of values from 900 to 1100"),
             _rows(4, 50, offset=1000.0, spread=40.0),
             64,
-            note=N_("`exp(1000)` is infinity in float32: the exponent must not be large."),
+            note=N_(
+                "`exp(1000)` is infinity in float32: the exponent must not be large."
+            ),
         ),
         case(
             N_("rows of values from -1100 to -900"),
@@ -43,7 +53,9 @@ def _cases() -> tuple[Case, ...]:
 
 def _launch(kernel: object, launch: Launch) -> None:
     x = launch.inputs["x"]
-    kernel[(x.shape[0],)](x, launch.out, x.shape[1], BLOCK_SIZE=launch.params["BLOCK_SIZE"])
+    kernel[(x.shape[0],)](
+        x, launch.out, x.shape[1], BLOCK_SIZE=launch.params["BLOCK_SIZE"]
+    )
 
 
 def _reference(case: Case) -> torch.Tensor:

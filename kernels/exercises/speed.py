@@ -26,9 +26,11 @@ PROFILER_CYCLE_WARNING = "Warning: Profiler clears events at the end of each cyc
 
 
 def rows_speed(
-    course: Callable[..., Any], pytorch: Callable[..., Any], vectors: tuple[str, ...] = (),
+    course: Callable[..., Any],
+    pytorch: Callable[..., Any],
+    vectors: tuple[str, ...] = (),
     **params: Any,
-) -> Speed:  # fmt: skip
+) -> Speed:
     """The :class:`Speed` of a row-wise exercise: ``x``, TIMED_ROWS x TIMED_COLS random
     float32 values, and a random row of TIMED_COLS values for each name in ``vectors``
     (a weight, a bias); one tile spans a row. ``course`` and ``pytorch`` get the inputs
@@ -36,7 +38,9 @@ def rows_speed(
 
     def make_inputs(device: torch.device) -> dict[str, torch.Tensor]:
         generator = torch.Generator(device=device).manual_seed(0)
-        inputs = {"x": torch.randn(TIMED_ROWS, TIMED_COLS, device=device, generator=generator)}
+        inputs = {
+            "x": torch.randn(TIMED_ROWS, TIMED_COLS, device=device, generator=generator)
+        }
         for name in vectors:
             inputs[name] = torch.randn(TIMED_COLS, device=device, generator=generator)
         return inputs
@@ -55,8 +59,10 @@ def rows_speed(
 def timing_unavailable(exercise: Exercise) -> str | None:
     """Why ``exercise`` cannot be timed in this run, or None if it can."""
     if exercise.speed is None:
-        return _("This exercise is not timed: measure=True times the kernels of the pages' "
-                 "memory-bound exercises.")  # fmt: skip
+        return _(
+            "This exercise is not timed: measure=True times the kernels of the pages' "
+            "memory-bound exercises."
+        )
     if interpreted() or not torch.cuda.is_available():
         return _(
             "Timing needs a GPU, with Triton compiling for it: this run has none, or runs "
@@ -96,8 +102,12 @@ def rates(
         # PyTorch 2.11 warns that "Profiler clears events at the end of each cycle"
         # whenever a profiler runs a second time, though no schedule has cycles (fixed
         # upstream, pytorch/pytorch#180387). A learner would read it as their mistake.
-        warnings.filterwarnings("ignore", message=PROFILER_CYCLE_WARNING, category=UserWarning)
-        measured = {name: n_bytes / kernel_time_ms(call) / 1e6 for name, call in calls.items()}
+        warnings.filterwarnings(
+            "ignore", message=PROFILER_CYCLE_WARNING, category=UserWarning
+        )
+        measured = {
+            name: n_bytes / kernel_time_ms(call) / 1e6 for name, call in calls.items()
+        }
         measured["copy"] = best_of(lambda: copy_rate(n_bytes))
     return measured
 
@@ -113,16 +123,20 @@ def report(exercise: Exercise, measured: dict[str, float]) -> str:
         _("Timed on {gpu}, {case} (kernel time, L2 flushed before each call):").format(
             gpu=describe_device(), case=translated(exercise.speed.name)
         ),
-        _("  your kernel: {rate} GB/s, {share} of a copy of as many bytes ({copy} GB/s)").format(
+        _(
+            "  your kernel: {rate} GB/s, {share} of a copy of as many bytes ({copy} GB/s)"
+        ).format(
             rate=gbs(yours),
             share=number(f"{yours / measured['copy']:.0%}"),
             copy=gbs(measured["copy"]),
         ),
         _("  the course's: {rate} GB/s; yours runs at {ratio} of its rate").format(
-            rate=gbs(measured["course"]), ratio=number(f"{yours / measured['course']:.2f}x")
+            rate=gbs(measured["course"]),
+            ratio=number(f"{yours / measured['course']:.2f}x"),
         ),
         _("  PyTorch's: {rate} GB/s; yours runs at {ratio} of its rate").format(
-            rate=gbs(measured["pytorch"]), ratio=number(f"{yours / measured['pytorch']:.2f}x")
+            rate=gbs(measured["pytorch"]),
+            ratio=number(f"{yours / measured['pytorch']:.2f}x"),
         ),
     ]
     return "\n".join(lines)

@@ -22,7 +22,9 @@ def _with_infinity(rows: int, cols: int) -> torch.Tensor:
 
 
 def _row_cases(*, negative_rows: bool) -> tuple[Case, ...]:
-    def case(name: str, x: torch.Tensor, block: int, pad: int = 0, **extra: object) -> Case:
+    def case(
+        name: str, x: torch.Tensor, block: int, pad: int = 0, **extra: object
+    ) -> Case:
         return Case(
             name,
             {"x": x},
@@ -63,7 +65,9 @@ def _row_cases(*, negative_rows: bool) -> tuple[Case, ...]:
 def _launch_rows(kernel: object, launch: Launch) -> None:
     x = launch.inputs["x"]
     n_rows, n_cols = x.shape
-    kernel[(n_rows,)](x, launch.out, n_cols, x.stride(0), BLOCK_SIZE=launch.params["BLOCK_SIZE"])
+    kernel[(n_rows,)](
+        x, launch.out, n_cols, x.stride(0), BLOCK_SIZE=launch.params["BLOCK_SIZE"]
+    )
 
 
 ROW_SUM = Exercise(
@@ -93,7 +97,9 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
             "One program per row: `row = tl.program_id(axis=0)`, and the tile's lanes are "
             "`tl.arange(0, BLOCK_SIZE)`."
         ),
-        N_("`other=0.0` gives masked lanes the value 0, which adds nothing to the sum."),
+        N_(
+            "`other=0.0` gives masked lanes the value 0, which adds nothing to the sum."
+        ),
         N_(
             "`x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=0.0)`, "
             "then `tl.store(out_ptr + row, tl.sum(x, axis=0))`."
@@ -115,7 +121,9 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
     ),
     entry="row_sum_kernel",
     task=KernelTask(
-        _row_cases(negative_rows=False), _launch_rows, lambda case: case.value("x").sum(dim=1)
+        _row_cases(negative_rows=False),
+        _launch_rows,
+        lambda case: case.value("x").sum(dim=1),
     ),
     starter_diagnosis="not_written",
 )
@@ -157,7 +165,10 @@ def _relu_cases() -> tuple[Case, ...]:
 def _launch_relu(kernel: object, launch: Launch) -> None:
     x, out, params = launch.inputs["x"], launch.out, launch.params
     n_rows, n_cols = x.shape
-    grid = (triton.cdiv(n_rows, params["BLOCK_ROWS"]), triton.cdiv(n_cols, params["BLOCK_COLS"]))
+    grid = (
+        triton.cdiv(n_rows, params["BLOCK_ROWS"]),
+        triton.cdiv(n_cols, params["BLOCK_COLS"]),
+    )
     kernel[grid](
         x,
         out,
@@ -231,7 +242,9 @@ def relu_2d_kernel(x_ptr, out_ptr, n_rows, n_cols,
         "matrix is wide, as the checker's is."
     ),
     entry="relu_2d_kernel",
-    task=KernelTask(_relu_cases(), _launch_relu, lambda case: case.value("x").clamp_min(0.0)),
+    task=KernelTask(
+        _relu_cases(), _launch_relu, lambda case: case.value("x").clamp_min(0.0)
+    ),
     starter_diagnosis="not_written",
 )
 
@@ -280,7 +293,9 @@ def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
     ),
     entry="row_max_kernel",
     task=KernelTask(
-        _row_cases(negative_rows=True), _launch_rows, lambda case: case.value("x").amax(dim=1)
+        _row_cases(negative_rows=True),
+        _launch_rows,
+        lambda case: case.value("x").amax(dim=1),
     ),
     starter_diagnosis="wrong_values",
 )
@@ -307,7 +322,9 @@ PREDICT_TILE = Exercise(
     ),
     starter="answer = (..., ...)  # (programs, the number of the program that writes (49, 69))\n",
     hints=(
-        N_("The grid has `triton.cdiv(50, 16)` rows of `triton.cdiv(70, 32)` programs."),
+        N_(
+            "The grid has `triton.cdiv(50, 16)` rows of `triton.cdiv(70, 32)` programs."
+        ),
         N_(
             "Element `(49, 69)` is in the last row of tiles and the last column of tiles; "
             "number the programs row by row from 0."

@@ -27,12 +27,19 @@ def _axpy_cases() -> tuple[Case, ...]:
     return (
         case(N_("1000 elements in tiles of 256, alpha = 2.5"), 1000, 256, 2.5),
         case(N_("one element, alpha = -1"), 1, 16, -1.0),
-        case(N_("float16, 100 elements, alpha = 0.5"), 100, 64, 0.5, dtype=torch.float16),
+        case(
+            N_("float16, 100 elements, alpha = 0.5"), 100, 64, 0.5, dtype=torch.float16
+        ),
     )
 
 
 def _launch_axpy(kernel: object, launch: Launch) -> None:
-    x, y, out, params = launch.inputs["x"], launch.inputs["y"], launch.out, launch.params
+    x, y, out, params = (
+        launch.inputs["x"],
+        launch.inputs["y"],
+        launch.out,
+        launch.params,
+    )
     n, block = out.numel(), params["BLOCK_SIZE"]
     kernel[(triton.cdiv(n, block),)](x, y, out, n, params["alpha"], BLOCK_SIZE=block)
 
