@@ -380,6 +380,15 @@ def gpu_comparison(first: str, second: str) -> ResultTable:
                 number(f"{a.x[-1]:,}"),
             ]
         )
+    if not rows:
+        # No table to show: one line that says so, and how to make one.
+        nothing = _(
+            "No benchmark has a record of the code as it is now on both the {first} and "
+            "the {second}: the table appears once `nox -s bench` has run on each."
+        )
+        return ResultTable(
+            [nothing.format(first=first.upper(), second=second.upper())], [], [], []
+        )
     notes = []
     for gpu, names in (
         (first, sorted(set(ours) - set(theirs))),
