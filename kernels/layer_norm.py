@@ -81,49 +81,28 @@ def layer_norm_forward_kernel(
     sum_squares = tl.sum(centred * centred, axis=1)
     rstd = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
     # Deviations beyond about 1.8e19 overflow their squares (and values beyond about
-    # 1e34 the sum for the mean), not the output: such rows are left out here and
-    # written at the end, each divided by its largest magnitude first. The check comes
-    # after the common case's work so that it changes nothing there: inside it, x was
-    # kept for it, and at 8192 and 16384 values the kernel ran 0.72-0.87x, not 1.0x.
-    fine = ~overflowed(sum_squares)
+    # 1e34 the sum for the mean), not the output: such rows are computed again, each
+    # divided by its largest magnitude first. Rare, so the common case pays one test.
+    too_large = overflowed(sum_squares)
+    if tl.max(too_large.to(tl.int32), axis=0) > 0:
+        scale = safe_scale(tl.max(tl.abs(x), axis=1))
+        mean = tl.where(
+            too_large, tl.sum(x / scale[:, None], axis=1) / n_cols * scale, mean
+        )
+        centred = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = tl.where(too_large, scaled_inverse_root(centred, n_cols, eps), rstd)
     weight = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
     bias = tl.load(bias_ptr + cols, mask=col_mask).to(ACC)
     y = centred * rstd[:, None] * weight[None, :] + bias[None, :]
-    tl.store(
-        out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask & fine[:, None]
-    )
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
     # Two numbers per row are all the backward pass needs besides x. STATS: there will
     # be a backward pass (without one, nothing is stored and nothing allocated for
     # them). A plain bool, tested as the kernel runs, not a tl.constexpr: one binary
     # serves both calls, so a result does not depend on whether a gradient is to be
     # recorded (two binaries may fuse other multiplies and adds, and round differently).
     if STATS:
-        tl.store(mean_ptr + rows, mean, mask=row_mask & fine)
-        tl.store(rstd_ptr + rows, rstd, mask=row_mask & fine)
-    if tl.min(fine.to(tl.int32), axis=0) == 0:
-        # Rare: the rows left out, read once more and scaled.
-        overflow = row_mask & ~fine
-        x_again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        scale_again = safe_scale(tl.max(tl.abs(x_again), axis=1))
-        mean_again = (
-            tl.sum(x_again / scale_again[:, None], axis=1) / n_cols * scale_again
-        )
-        centred_again = tl.where(mask, x_again - mean_again[:, None], 0.0)
-        rstd_again = scaled_inverse_root(centred_again, n_cols, eps)
-        weight_again = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
-        bias_again = tl.load(bias_ptr + cols, mask=col_mask).to(ACC)
-        y_again = (
-            centred_again * rstd_again[:, None] * weight_again[None, :]
-            + bias_again[None, :]
-        )
-        tl.store(
-            out_ptr + offsets,
-            y_again.to(out_ptr.dtype.element_ty),
-            mask=mask & overflow[:, None],
-        )
-        if STATS:
-            tl.store(mean_ptr + rows, mean_again, mask=overflow)
-            tl.store(rstd_ptr + rows, rstd_again, mask=overflow)
+        tl.store(mean_ptr + rows, mean, mask=row_mask)
+        tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
 
 @triton.jit

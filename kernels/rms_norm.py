@@ -101,10 +101,11 @@ def rms_norm_kernel(
     sum_squares = tl.sum(x * x, axis=1)
     inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
     # Values beyond about 1.8e19 overflow their squares, not the output: such rows are
-    # left out here and written at the end, scaled. The check comes after the common
-    # case's work so that it changes nothing there: inside it, it cost 10% at 5120
-    # values on an H100.
-    fine = ~overflowed(sum_squares)
+    # summed again, scaled (read from the cache once more; rare, so x is not kept).
+    too_large = overflowed(sum_squares)
+    if tl.max(too_large.to(tl.int32), axis=0) > 0:
+        again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        inv_rms = tl.where(too_large, scaled_inverse_root(again, n_cols, eps), inv_rms)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
@@ -115,28 +116,12 @@ def rms_norm_kernel(
         ACC
     )
     y = x * inv_rms[:, None] * weight[None, :]
-    tl.store(
-        out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask & fine[:, None]
-    )
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
     # STATS: there will be a backward pass, which reads each row's inverse root mean
     # square instead of summing the row's squares again. A plain bool, as in LayerNorm's
     # forward kernel: one binary serves calls with and without a gradient.
     if STATS:
-        tl.store(inv_rms_ptr + rows, inv_rms, mask=row_mask & fine)
-    if tl.min(fine.to(tl.int32), axis=0) == 0:
-        # Rare: the rows left out, read again, each divided by its largest magnitude.
-        overflow = row_mask & ~fine
-        x_again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        inv_rms_again = scaled_inverse_root(x_again, n_cols, eps)
-        weight_again = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
-        y_again = x_again * inv_rms_again[:, None] * weight_again[None, :]
-        tl.store(
-            out_ptr + offsets,
-            y_again.to(out_ptr.dtype.element_ty),
-            mask=mask & overflow[:, None],
-        )
-        if STATS:
-            tl.store(inv_rms_ptr + rows, inv_rms_again, mask=overflow)
+        tl.store(inv_rms_ptr + rows, inv_rms, mask=row_mask)
 
 
 @triton.jit
