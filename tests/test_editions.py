@@ -203,6 +203,12 @@ def test_russian_pages_have_no_english_headings(russian_build: DocsBuild) -> Non
     assert not found, found
 
 
+def test_the_themes_own_words_are_russian_too(russian_build: DocsBuild) -> None:
+    # The theme's Russian catalog leaves "Back to top" empty: the button was English.
+    page = (russian_build.html / "docs" / "lessons" / "01_intro.html").read_text("utf-8")
+    assert "Наверх" in page and "Back to top" not in page
+
+
 def test_running_time_line_is_written_in_the_edition_language(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
