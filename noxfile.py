@@ -86,8 +86,10 @@ def docs(session: nox.Session) -> None:
             edition["NINJA_GAP_MEASURE"] = "0"
         out = f"{BUILD_DIR}/{language}"
         session.run(python(session), *sphinx_args("html", language, out), *args, env=edition)
-    shutil.copyfile(SITE_ROOT, f"{BUILD_DIR}/index.html")
-    session.log(f"Open {BUILD_DIR}/index.html")
+    # --install-only runs nothing above: there is no site to put the root page into.
+    if Path(BUILD_DIR).is_dir():
+        shutil.copyfile(SITE_ROOT, f"{BUILD_DIR}/index.html")
+        session.log(f"Open {BUILD_DIR}/index.html")
 
 
 @nox.session
@@ -136,7 +138,27 @@ def tests(session: nox.Session) -> None:
     install(session, "test")
     if runs_browser_tests(session.posargs):
         install_chromium(session)
-    session.run(python(session), "-m", "pytest", *session.posargs)
+    workers = test_workers(session.posargs, os.cpu_count())
+    session.run(python(session), "-m", "pytest", *workers, *session.posargs)
+
+
+# Most of the suite runs kernels in Triton's interpreter, one core each: pytest-xdist
+# spreads it over the cores (on a 2-core machine 18 minutes instead of 30; the workers
+# share one build of the site, tests/once_per_run.py). More than four workers would
+# each import PyTorch and build nothing sooner: the site's build is one process.
+MAX_TEST_WORKERS = 4
+
+
+def test_workers(pytest_args: list[str], cores: int | None) -> list[str]:
+    """The pytest-xdist arguments the tests session adds: a worker per core, at most
+    MAX_TEST_WORKERS, unless the arguments choose (``-n``, ``--numprocesses``, ``-p
+    no:xdist``) or there is one core."""
+    chosen = any(
+        arg.startswith(("-n", "--numprocesses", "--dist")) or "no:xdist" in arg
+        for arg in pytest_args
+    )
+    count = min(cores or 1, MAX_TEST_WORKERS)
+    return [] if chosen or count < 2 else ["-n", str(count)]
 
 
 def runs_browser_tests(pytest_args: list[str]) -> bool:

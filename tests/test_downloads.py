@@ -32,6 +32,11 @@ Title
 # .. literalinclude:: /kernels/vector_add.py
 #    :pyobject: add_kernel
 #
+# What the launcher runs:
+#
+# .. literalinclude:: /kernels/vector_add.py
+#    :pyobject: add_tail_apart_kernel
+#
 # .. dropdown:: Engineering notes
 #
 #    .. literalinclude:: /kernels/vector_add.py
@@ -48,11 +53,19 @@ x
 def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     whole = downloads.whole_script(SCRIPT, SOURCES)
     assert "literalinclude" not in whole and ".. quiz::" not in whole
-    # The kernel the prose shows is code after it, handed to its module...
-    assert "# (``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code" in whole
+    # The kernels the prose shows are code after it. The one the launcher runs is handed
+    # to its module, and its note says that an edit changes what runs...
+    tail = "# (``add_tail_apart_kernel``, from ``/kernels/vector_add.py``, is defined in the"
+    assert tail + " code below: edit it there, and everything after" in whole
+    assert "\n@triton.jit\ndef add_tail_apart_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
+    assert "\nvector_add.add_tail_apart_kernel = add_tail_apart_kernel\n" in whole
+    # ...while add_kernel, which no launcher calls, is the reader's to launch, and says so.
     assert "\n@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
+    own = "# (``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code below for"
+    assert own + " you to read and launch yourself" in whole
+    assert "vector_add.add_kernel = add_kernel" not in whole
+    assert "only your own launches: add_kernel." in whole
     assert "\nimport triton\n" in whole and "\nimport triton.language as tl\n" in whole
-    assert "\nvector_add.add_kernel = add_kernel\n" in whole
     assert whole.index("def add_kernel(") < whole.index("\nx = 1\n")
     # ...while the launcher, in a dropdown, stays text, keeping the dropdown's indentation.
     assert "#    .. code-block:: python\n#\n#       def add(" in whole
@@ -78,10 +91,18 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
     text = "".join(whole["cells"][0]["source"])
     assert "``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code" in text
     assert "literalinclude" not in text and ".. quiz::" not in text and "1. With" in text
-    # The kernel is a code cell of its own after the text.
+    # The kernel is a code cell of its own after the text: no launcher calls it, so it is
+    # not handed to its module...
     code = "".join(whole["cells"][1]["source"])
     assert whole["cells"][1]["cell_type"] == "code"
-    assert "@triton.jit\ndef add_kernel(" in code and "vector_add.add_kernel = add_kernel" in code
+    assert "@triton.jit\ndef add_kernel(" in code and "vector_add.add_kernel =" not in code
+    # ...unless the notebook's own code launches it.
+    launch = ["add_kernel[(1,)](x)\n"]
+    notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [],
+                              "execution_count": None, "source": launch})  # fmt: skip
+    launched = json.loads(downloads.whole_notebook(json.dumps(notebook), SOURCES))
+    assert "vector_add.add_kernel = add_kernel" in "".join(launched["cells"][1]["source"])
+    assert "everything after it runs" in "".join(launched["cells"][0]["source"])
     nested = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
         ".. dropdown:: Notes\n", "\n", "   .. literalinclude:: /kernels/vector_add.py\n",
         "      :pyobject: add_kernel\n"]}], "metadata": {}, "nbformat": 4,
@@ -95,14 +116,14 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
         ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
     )
     assert [(k.module, k.name) for k in kernels] == [("softmax", "softmax_kernel")]
-    code = downloads.live_code(kernels, set(), SOURCES)
+    code = downloads.live_code(kernels, set(), SOURCES, {"softmax_kernel"})
     # softmax_kernel calls _row_softmax, a helper of its own module.
     assert "from ninja_gap.kernels.softmax import _row_softmax" in code
     assert code.rstrip().endswith("softmax.softmax_kernel = softmax_kernel")
     # A helper the download defined itself is not imported over it.
     assert (
         "_row_softmax"
-        not in downloads.live_code(kernels, {"_row_softmax"}, SOURCES).split("@triton.jit")[0]
+        not in downloads.live_code(kernels, {"_row_softmax"}, SOURCES, ()).split("@triton.jit")[0]
     )
     # Launchers and other code are not live: only what Triton compiles.
     assert (
@@ -111,6 +132,32 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
         )
         == []
     )
+
+
+def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
+    # vector_add's launcher runs add_tail_apart_kernel; add_kernel is the first version.
+    assert downloads.called_kernels("vector_add", SOURCES) == {"add_tail_apart_kernel"}
+    # A kernel wrapped in triton.autotune when its module is imported runs through its
+    # wrapper (the download hands its version to the wrapper: test below).
+    assert downloads.autotuned("matmul", SOURCES)["matmul_kernel"] == ["tuned_matmul_kernel"]
+    assert "matmul_kernel" in downloads.called_kernels("matmul", SOURCES)
+    # So does a kernel that a called kernel calls: grouped_tile, through the kernel that
+    # draws matmul's tile order.
+    assert downloads.called_kernels("matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
+    # The download's own code: a launch or a call runs a kernel, an inspection does not.
+    code = "k1[grid](x)\nm.k2[grid](x)\nrun(k3)\nm.k4(x)\nprint(m.k5.arg_names)\n"
+    assert {"k1", "k2", "k3", "k4"} <= downloads.script_names(code)
+    assert "k5" not in downloads.script_names(code)
+    # A helper from another module runs where a kernel the download defines and runs
+    # calls it (the download's kernel looks it up among the download's own names).
+    shown = downloads.live_kernels(
+        ".. literalinclude:: /kernels/online_softmax.py\n   :pyobject: online_max_and_sum\n\n"
+        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_looped_kernel\n",
+        SOURCES,
+    )
+    assert [kernel.name for kernel in shown] == ["online_max_and_sum", "softmax_looped_kernel"]
+    assert downloads.kernels_run(shown[:1], set(), SOURCES) == set()
+    assert downloads.kernels_run(shown, set(), SOURCES) == {kernel.name for kernel in shown}
 
 
 def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
@@ -176,17 +223,55 @@ def test_every_downloaded_script_runs_outside_the_clone(
         )  # fmt: skip
         assert result.returncode == 0, f"{script.name}:\n{result.stderr[-3000:]}"
         assert sorted(p.name for p in folder.glob("*.png")), f"{script.name} saved no figure"
-    # The kernels are live: the vector addition's download with its kernels made to
-    # subtract fails the page's own check, which runs them through the course's launcher.
+    # The kernels are live: the vector addition's download with the launcher's kernel
+    # (add_tail_apart_kernel, and only it) made to subtract fails the page's own check,
+    # which runs it through the course's launcher. The page's first kernel, add_kernel,
+    # is not the launcher's, and its note says so (test above).
     (added,) = [path for path in scripts if path.stem == "plot_01_vector_add"]
     text = added.read_text(encoding="utf-8")
     sums = "total = x.to(tl.float32) + y.to(tl.float32)"
-    assert text.count(sums) >= 2  # add_kernel's and the launcher's add_tail_apart_kernel
+    head, tail = text.split("\ndef add_tail_apart_kernel(")
+    assert sums in head and sums in tail.split("\ndef ")[0]  # add_kernel's, and the launcher's
+    assert "only your own launches: add_kernel." in text
     edited = tmp_path / "edited" / added.name
     edited.parent.mkdir()
-    edited.write_text(text.replace(sums, sums.replace(" + ", " - ")), encoding="utf-8")
+    tail = tail.replace(sums, sums.replace(" + ", " - "), 1)
+    edited.write_text(f"{head}\ndef add_tail_apart_kernel({tail}", encoding="utf-8")
     result = subprocess.run([sys.executable, str(edited)], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode != 0 and "relative error" in result.stdout + result.stderr, (
         result.stdout[-2000:] + result.stderr[-2000:]
     )
+
+
+def test_an_edited_autotuned_kernel_runs_through_its_wrapper() -> None:
+    # matmul wraps matmul_kernel in triton.autotune on import, and its launcher runs the
+    # wrapper: the download hands its own version to the wrapper. Here the download's
+    # code, made to double its product, runs in this process through the launcher.
+    import torch
+
+    from kernels import matmul
+
+    shown = downloads.live_kernels(
+        ".. literalinclude:: /kernels/matmul.py\n   :pyobject: matmul_kernel\n", SOURCES
+    )
+    code = downloads.live_code(shown, set(), SOURCES, downloads.kernels_run(shown, (), SOURCES))
+    assert "matmul.tuned_matmul_kernel.fn = matmul_kernel" in code
+    store = "tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)"
+    assert code.count(store) == 1
+    code = code.replace(store, store.replace("acc.to", "(2 * acc).to"))
+    code = code.replace("ninja_gap.kernels", "kernels")
+    original = matmul.tuned_matmul_kernel.fn, matmul.matmul_kernel
+    # Small integers: every product and sum is exact in float16. Rows of 41 values do
+    # not start on 16-byte boundaries: the launcher runs the pointer kernel.
+    a = torch.randint(-3, 4, (24, 41)).to(torch.float16)[:, :40]
+    b = torch.randint(-3, 4, (40, 16)).to(torch.float16)
+    try:
+        exec(compile(code, "download.py", "exec"), {})
+        doubled = matmul.matmul(a, b, aligned_copies=False)
+    finally:
+        matmul.tuned_matmul_kernel.fn, matmul.matmul_kernel = original
+        matmul.tuned_matmul_kernel.cache.clear()
+    expected = 2 * (a.double() @ b.double())
+    assert torch.equal(doubled.double(), expected)
+    assert torch.equal(matmul.matmul(a, b, aligned_copies=False).double(), expected / 2)

@@ -1,6 +1,13 @@
-"""The nox sessions' own decisions, without running a session."""
+"""The nox sessions' own decisions, without running a session (but one, that builds
+nothing)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 import noxfile
 
@@ -36,3 +43,35 @@ def test_catalogs_drop_the_gallerys_running_times() -> None:
 def test_a_catalog_without_running_times_is_left_as_it_is() -> None:
     catalog = '#: a.rst:1\nmsgid "Quiz"\nmsgstr "Вопросы"\n\n'
     assert noxfile.without_running_times(catalog) is catalog
+
+
+@pytest.mark.parametrize(
+    ("args", "cores", "expected"),
+    [
+        ([], 2, ["-n", "2"]),
+        (["-m", "not site"], 16, ["-n", "4"]),
+        ([], 1, []),
+        ([], None, []),
+        (["-n", "3"], 2, []),
+        (["-n3"], 2, []),
+        (["--numprocesses=8"], 2, []),
+        (["-p", "no:xdist"], 8, []),
+    ],
+)
+def test_the_tests_spread_over_the_cores_unless_told(
+    args: list[str], cores: int | None, expected: list[str]
+) -> None:
+    assert noxfile.test_workers(args, cores) == expected
+
+
+def test_the_docs_session_with_install_only_builds_nothing_and_succeeds(tmp_path: Path) -> None:
+    # --install-only skips every run: there is no site to put the root page into (it
+    # failed copying docs/_root/index.html into a _build/html that was never made).
+    for name in ("noxfile.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    result = subprocess.run(
+        [sys.executable, "-m", "nox", "--no-venv", "--install-only", "-s", "docs"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (tmp_path / "_build").exists()

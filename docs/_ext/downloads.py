@@ -12,8 +12,12 @@ A kernel that a page shows (a ``@triton.jit`` function) becomes live code in the
 download: defined there, from its module's source at build time, with what it needs
 imported from the installed course, and then set on its module, so that the course's
 launchers and the harness, imported from the package, call it. Editing it in the
-download changes what runs. Launchers and other code stay text; a kernel that its
-module wraps when imported (``triton.autotune``) keeps the wrapped, installed version.
+download changes what runs, and the download says so only where that is true: for a
+kernel that the module's own code calls when it runs (or the script does), directly or
+through the ``triton.autotune`` wrapper the module made when imported (the download
+hands its version to the wrapper). A kernel the launchers do not call (a first version
+that the page improves on) is defined for the reader to read and launch, and its note
+says that nothing else runs it. Launchers and other code stay text.
 """
 
 import ast
@@ -68,6 +72,12 @@ LIVE_NOTE = (
     "(``{name}``, from ``{path}``, is defined in the code below: edit it there, and "
     "everything after it runs your version.)"
 )
+# A shown kernel that nothing in the course calls at run time: the note says so.
+OWN_NOTE = (
+    "(``{name}``, from ``{path}``, is defined in the code below for you to read and launch "
+    "yourself: the course's launchers do not call it, so an edit changes only your own "
+    "launches.)"
+)
 # Appended to a downloaded script: run from a terminal, it saves what it drew.
 SAVE_FIGURES = """# %%
 # Run as a script, this example saves each figure it drew next to itself, and shows
@@ -107,11 +117,17 @@ def quiz_text(name: str, sources: Sources) -> str:
 
 
 def expand_directives(
-    rst: str, sources: Sources, *, fenced: bool, live: Collection[str] = ()
+    rst: str,
+    sources: Sources,
+    *,
+    fenced: bool,
+    live: Collection[str] = (),
+    run: Collection[str] = (),
 ) -> str:
     """``rst`` with each literalinclude replaced by the code it includes (a code block,
     or a Markdown fence if ``fenced``) and each quiz by its questions; an included
-    kernel named in ``live``, which the download defines as code, by a note saying so."""
+    kernel named in ``live``, which the download defines as code, by a note saying so,
+    and whether an edit changes what the course runs (``run``: the kernels it calls)."""
 
     def replace(match: re.Match[str]) -> str:
         indent = match.group("indent")
@@ -119,7 +135,8 @@ def expand_directives(
         if match.group("name") == "quiz":
             body = quiz_text(match.group("argument"), sources)
         elif not indent and options.get("pyobject") in live:
-            body = LIVE_NOTE.format(name=options["pyobject"], path=match.group("argument"))
+            note = LIVE_NOTE if options["pyobject"] in run else OWN_NOTE
+            body = note.format(name=options["pyobject"], path=match.group("argument"))
         else:
             code = included_code(match.group("argument"), options, sources).rstrip("\n")
             if fenced:
@@ -158,6 +175,85 @@ def _jit_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
             decorators = [ast.unparse(d) for d in node.decorator_list]
             return node if any(d.startswith("triton.jit") for d in decorators) else None
     return None
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _module_tree(module: str, sources: Sources) -> ast.Module:
+    return ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
+
+
+def _jit_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and _jit_function(tree, node.name)
+    }
+
+
+def autotuned(module: str, sources: Sources) -> dict[str, list[str]]:
+    """For each kernel of ``kernels/<module>.py`` that the module wraps when imported
+    (``tuned = triton.autotune(...)(kernel)``), the names of its wrappers. A wrapper
+    holds the kernel it was given (``tuned.fn``): a download hands its own version to
+    the wrapper, whose configurations stay."""
+    tree = _module_tree(module, sources)
+    jit = _jit_functions(tree)
+    wrappers: dict[str, list[str]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        wrapped = (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Call)  # a decorator made, then applied
+            and ast.unparse(value.func.func) == "triton.autotune"
+            and len(value.args) == 1
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id in jit
+        )
+        if wrapped:
+            wrappers.setdefault(value.args[0].id, []).append(target.id)
+    return wrappers
+
+
+def called_kernels(module: str, sources: Sources) -> set[str]:
+    """The ``@triton.jit`` functions of ``kernels/<module>.py`` that the module's own
+    code reaches when it runs: named in the body of a function Triton does not compile
+    (a launcher looks its kernel up in the module at each call), directly or through
+    the kernel's ``triton.autotune`` wrapper (:func:`autotuned`), or in the body of a
+    kernel so reached (Triton looks up what a kernel calls when it compiles). A kernel
+    named only at import time (a table of kernels) or not at all is not among them:
+    setting a new version on the module changes nothing that runs."""
+    tree = _module_tree(module, sources)
+    jit = _jit_functions(tree)
+    through = {w: kernel for kernel, ws in autotuned(module, sources).items() for w in ws}
+    todo: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name not in jit:
+            for statement in node.body:  # the body runs at call time, decorators at import
+                named = _loaded_names(statement)
+                todo |= (named & jit.keys()) | {through[n] for n in named & through.keys()}
+    called: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in called:
+            called.add(name)
+            todo |= {n for s in jit[name].body for n in _loaded_names(s)} & jit.keys()
+    return called
+
+
+def script_names(code: str) -> set[str]:
+    """The kernels that a script's or notebook's own code may run: the global names it
+    reads (the download's own definitions), and the attributes it launches
+    (``module.kernel[grid]``) or calls; not one it only inspects
+    (``module.kernel.arg_names``)."""
+    tree = ast.parse(code)
+    run = [n.value for n in ast.walk(tree) if isinstance(n, ast.Subscript)]
+    run += [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return _loaded_names(tree) | {n.attr for n in run if isinstance(n, ast.Attribute)}
 
 
 def live_kernels(rst: str, sources: Sources) -> list[LiveKernel]:
@@ -222,10 +318,34 @@ def _free_names(code: str) -> list[str]:
     return sorted(names - set(dir(builtins)) - {function.get_name()})
 
 
-def live_code(kernels: list[LiveKernel], defined: set[str], sources: Sources) -> str:
+def kernels_run(kernels: list[LiveKernel], launched: Collection[str], sources: Sources) -> set[str]:
+    """Of the kernels a download defines, those that run when it runs, so that an edit
+    changes what the page's launchers and checks compute: the kernels the course's own
+    code calls at run time (:func:`called_kernels`), those the download's code names
+    itself (``launched``, see :func:`script_names`), and what a kernel so run calls (a
+    kernel defined in the download looks up what it calls among the download's names)."""
+    shown = {kernel.name: kernel for kernel in kernels}
+    run = {
+        kernel.name
+        for kernel in kernels
+        if kernel.name in launched or kernel.name in called_kernels(kernel.module, sources)
+    }
+    todo = list(run)
+    while todo:
+        for name in _free_names(shown[todo.pop()].code):
+            if name in shown and name not in run:
+                run.add(name)
+                todo.append(name)
+    return run
+
+
+def live_code(
+    kernels: list[LiveKernel], defined: set[str], sources: Sources, run: Collection[str]
+) -> str:
     """The code that defines ``kernels`` in a download, with what they need imported
     (names in ``defined``, kernels the download defined before, are its own), then
-    hands each to its module, so that the course's launchers call it."""
+    hands each that runs (``run``, see :func:`kernels_run`) to its module, so that the
+    course's launchers call it; the others are the reader's to launch, and it says so."""
     imports: list[str] = []
     for kernel in kernels:
         bindings = _module_bindings(kernel.module, sources)
@@ -238,10 +358,47 @@ def live_code(kernels: list[LiveKernel], defined: set[str], sources: Sources) ->
     for kernel in kernels:
         lines += ["", "", kernel.code]
     lines += ["", ""]
-    lines.append("# From here on the course's own code runs the definition above: edit it, and the")
-    lines.append("# cells below run your version.")
-    lines += [f"{kernel.module}.{kernel.name} = {kernel.name}" for kernel in kernels]
+    called = [kernel for kernel in kernels if kernel.name in run]
+    own = [kernel.name for kernel in kernels if kernel.name not in run]
+    if own:
+        lines.append("# Yours to launch: the course's launchers do not call these, so an edit")
+        lines.append(f"# changes only your own launches: {', '.join(own)}.")
+    if called:
+        lines.append("# From here on the course's own code runs the definitions above: edit one,")
+        lines.append("# and the cells below run your version.")
+        lines += [f"{kernel.module}.{kernel.name} = {kernel.name}" for kernel in called]
+        wrapped = [
+            (kernel, wrapper)
+            for kernel in called
+            for wrapper in autotuned(kernel.module, sources).get(kernel.name, [])
+        ]
+        if wrapped:
+            lines.append(
+                "# The launchers run some through triton.autotune wrappers, made on import:"
+            )
+            lines.append("# each runs your version now, with its configurations, tuned again.")
+        for kernel, wrapper in wrapped:
+            lines.append(f"{kernel.module}.{wrapper}.fn = {kernel.name}")
+            lines.append(f"{kernel.module}.{wrapper}.cache.clear()")
     return "\n".join(lines) + "\n"
+
+
+def _script_parts(source: str) -> list[str | list[str]]:
+    # A script after its docstring: each line of code as it is, and each run of
+    # comment lines (prose; not a "# %%" cell marker) as a one-item list holding its
+    # text without the "# ".
+    parts: list[str | list[str]] = []
+    block: list[str] = []
+    for line in [*source.split("\n"), None]:
+        if line is not None and line.startswith("#") and not line.startswith("# %%"):
+            block.append(line[2:] if line.startswith("# ") else line[1:])
+            continue
+        if block:
+            parts.append(["\n".join(block) + "\n"])
+            block = []
+        if line is not None:
+            parts.append(line)
+    return parts
 
 
 def whole_script(source: str, sources: Sources) -> str:
@@ -249,7 +406,7 @@ def whole_script(source: str, sources: Sources) -> str:
     kernels it shows defined as code after the prose (handed to their modules, so that
     an edit changes what runs), what the page displays printed, figures saved at the
     end."""
-    out, block = [], []
+    out = []
     docstring = _DOCSTRING.match(source)
     if docstring:
         # The docstring is prose too; included code must not end it early.
@@ -257,31 +414,27 @@ def whole_script(source: str, sources: Sources) -> str:
         out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
         source = source[docstring.end() :].removeprefix("\n")
 
+    parts = _script_parts(source)
+    shown = [
+        k for prose in parts if isinstance(prose, list) for k in live_kernels(prose[0], sources)
+    ]
+    run = kernels_run(shown, script_names(source), sources)
     defined: set[str] = set()
-
-    def flush() -> None:
-        # A run of comment lines is prose: expand it without the "# " and put it back.
-        # The kernels it shows follow it as code.
-        if block:
-            text = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in block)
-            kernels = live_kernels(text + "\n", sources)
-            expanded = expand_directives(text + "\n", sources, fenced=False,
-                                         live={kernel.name for kernel in kernels})  # fmt: skip
-            out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
-            if kernels:
-                out.extend(["", live_code(kernels, defined, sources).rstrip("\n"), ""])
-            block.clear()
-
-    for line in source.split("\n"):
-        if line.startswith("#") and not line.startswith("# %%"):
-            block.append(line)
-        else:
-            flush()
+    for part in parts:
+        if isinstance(part, str):
             # A bare name on a line of its own is what the page displays (a result
             # table); a script run from a terminal prints it instead.
-            line = f"print({line})" if _BARE_NAME.fullmatch(line) else line
+            line = f"print({part})" if _BARE_NAME.fullmatch(part) else part
             out.append(installed_imports(line))
-    flush()
+            continue
+        # A run of comment lines is prose: expanded, and put back as comments. The
+        # kernels it shows follow it as code.
+        kernels = live_kernels(part[0], sources)
+        live = {kernel.name for kernel in kernels}
+        expanded = expand_directives(part[0], sources, fenced=False, live=live, run=run)
+        out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
+        if kernels:
+            out.extend(["", live_code(kernels, defined, sources, run).rstrip("\n"), ""])
     script = "\n".join(out).rstrip("\n") + "\n"
     # A file rewritten by an earlier build keeps its one copy.
     return script if script.endswith(SAVE_FIGURES) else f"{script}\n\n{SAVE_FIGURES}"
@@ -292,16 +445,20 @@ def whole_notebook(source: str, sources: Sources) -> str:
     expanded, and the kernels they show defined in a code cell after them."""
     notebook = json.loads(source)
     cells, defined = [], set()
+    texts = {kind: ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == kind]
+             for kind in ("markdown", "code")}  # fmt: skip
+    shown = [kernel for text in texts["markdown"] for kernel in live_kernels(text, sources)]
+    run = kernels_run(shown, script_names("\n".join(texts["code"])), sources)
     for cell in notebook["cells"]:
         cells.append(cell)
         if cell["cell_type"] == "markdown":
             text = "".join(cell["source"])
             kernels = live_kernels(text, sources)
-            text = expand_directives(text, sources, fenced=True,
-                                     live={kernel.name for kernel in kernels})  # fmt: skip
+            live = {kernel.name for kernel in kernels}
+            text = expand_directives(text, sources, fenced=True, live=live, run=run)
             cell["source"] = text.splitlines(keepends=True)
             if kernels:  # the kernels it shows, as a code cell of their own after it
-                code = live_code(kernels, defined, sources).rstrip("\n")
+                code = live_code(kernels, defined, sources, run).rstrip("\n")
                 cells.append({"cell_type": "code", "execution_count": None, "metadata": {},
                               "outputs": [], "source": code.splitlines(keepends=True)})  # fmt: skip
         elif cell["cell_type"] == "code":
