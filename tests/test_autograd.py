@@ -20,6 +20,7 @@ from kernels import (
     cross_entropy,
     dropout,
     layer_norm,
+    loops,
     matmul,
     rms_norm,
     softmax,
@@ -71,6 +72,8 @@ LAUNCHERS = {
         lambda: tuple(half(1, 1, 16, 64, seed=s) for s in range(3)),
         (0, 1, 2),
     ),
+    "loops.row_sums": Launcher(loops.row_sums, lambda: (randn(3, 7),), (0,)),
+    "loops.reduce_tile": Launcher(loops.reduce_tile, lambda: (randn(3, 7),), (0,)),
     "swiglu.swiglu": Launcher(swiglu.swiglu, lambda: (randn(10), randn(10, seed=1)), (0, 1)),
     "swiglu.swiglu_op": Launcher(swiglu.swiglu_op, lambda: (randn(10), randn(10, seed=1)), (0, 1)),
 }
@@ -127,7 +130,7 @@ def test_every_module_with_a_launcher_is_covered() -> None:
 
 TWICE_DIFFERENTIABLE = {"vector_add.add"}
 # Launchers with no derivative at all (they refuse a gradient, tested above).
-FORWARD_ONLY = {"attention_gluon.gluon_attention"}
+FORWARD_ONLY = {"attention_gluon.gluon_attention", "loops.row_sums", "loops.reduce_tile"}
 # Its backward is a registered custom operator: PyTorch's own error names it.
 REGISTERED_OPERATOR = {"swiglu.swiglu_op"}
 

@@ -1,0 +1,75 @@
+"""The loops lesson's kernels: reductions of a tile, and the three row-sum loops, against
+float64; their errors; and what each loop compiles to for sm_90."""
+
+import pytest
+import torch
+
+from kernels import loops
+from kernels.runtime import kernel_device
+
+DEVICE = kernel_device()
+
+
+def matrix(rows: int, cols: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(rows, cols, generator=generator, dtype=torch.float64).to(dtype).to(DEVICE)
+
+
+@pytest.mark.parametrize("kernel", sorted(loops.KERNELS))
+@pytest.mark.parametrize(
+    "cols", [1, loops.BLOCK_SIZE - 1, loops.BLOCK_SIZE, 2 * loops.BLOCK_SIZE + 3]
+)
+def test_each_loop_sums_rows_of_any_length(kernel: str, cols: int) -> None:
+    x = matrix(3, cols, torch.bfloat16)
+    expected = x.cpu().double().sum(dim=1)
+    got = loops.row_sums(x, kernel).cpu().double()
+    # float32 sums of up to ~2k bfloat16 values: far below one bfloat16 step.
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-4), (kernel, got, expected)
+
+
+def test_row_sums_writes_into_out_and_takes_no_rows() -> None:
+    x = matrix(2, 50)
+    out = torch.full((2,), float("nan"), device=DEVICE)
+    assert loops.row_sums(x, "prefetch", out=out) is out
+    assert torch.allclose(out.cpu().double(), x.cpu().double().sum(dim=1), atol=1e-5)
+    assert loops.row_sums(matrix(0, 5)).shape == (0,)
+
+
+def test_a_tile_folds_to_row_sums_and_column_maxima_with_masked_lanes_left_out() -> None:
+    # 3 x 5 in a 4 x 8 tile: the masked lanes must count as 0 in a sum and as minus
+    # infinity in a maximum; all values negative, so a masked 0 would win a maximum.
+    x = -matrix(3, 5).abs() - 1
+    row_sums, column_maxima = loops.reduce_tile(x)
+    assert torch.allclose(row_sums.cpu().double(), x.cpu().double().sum(dim=1), atol=1e-5)
+    assert torch.equal(column_maxima.cpu(), x.cpu().max(dim=0).values)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: loops.row_sums(matrix(2, 3), "unrolled"), ValueError,
+         "'unrolled'; it must be one of loop"),
+        (lambda: loops.row_sums(matrix(2, 3)[0]), ValueError, r"shape \(3,\); it must be a matrix"),
+        (lambda: loops.row_sums(matrix(2, 3).double()), TypeError, "dtype float64"),
+        (lambda: loops.row_sums(matrix(2, 3).t()), ValueError, "not contiguous"),
+        (lambda: loops.row_sums(matrix(2, 3), out=torch.empty(3, device=DEVICE)), ValueError,
+         r"out has shape \(3,\); it must hold one value per row of x \(2,\)"),
+        (lambda: loops.row_sums(matrix(2, 3).requires_grad_()), RuntimeError, "requires grad"),
+        (lambda: loops.reduce_tile(matrix(3, 3000)), ValueError, "too many for one program"),
+        (lambda: loops.reduce_tile(matrix(2, 3, torch.int32)), TypeError, "dtype int32"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_by_name(call, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_only_tl_range_pipelines_the_loads_of_a_loop_without_a_dot() -> None:
+    # The launch's num_stages leaves a plain loop of loads alone, even the one that
+    # prefetches by hand; tl.range(num_stages=3) issues its loads as asynchronous copies.
+    for kernel in ("loop", "prefetch"):
+        assert loops.compiled_loads(kernel, num_stages=3)["cp.async"] == 0
+        assert loops.compiled_loads(kernel, num_stages=3)["ld.global"] >= 1
+    pipelined = loops.compiled_loads("pipelined", num_stages=1, stages=3)
+    assert pipelined["cp.async"] >= 2 and pipelined["ld.global"] == 0
+    assert loops.compiled_loads("pipelined", num_stages=3, stages=1)["cp.async"] == 0
