@@ -73,3 +73,27 @@ def test_only_tl_range_pipelines_the_loads_of_a_loop_without_a_dot() -> None:
     pipelined = loops.compiled_loads("pipelined", num_stages=1, stages=3)
     assert pipelined["cp.async"] >= 2 and pipelined["ld.global"] == 0
     assert loops.compiled_loads("pipelined", num_stages=3, stages=1)["cp.async"] == 0
+
+
+def test_no_long_row_loop_of_the_course_asks_for_pipelining() -> None:
+    # The lesson says so: every tl.range in these modules passes one stage, or a
+    # NUM_STAGES argument, which the softmax passes as 1 and the cross-entropy as its
+    # FORWARD_STAGES, 1.
+    import ast
+    import inspect
+
+    from kernels import cross_entropy, layer_norm, online_softmax, rms_norm, row_scale, softmax
+
+    for module in (softmax, online_softmax, cross_entropy, layer_norm, rms_norm, row_scale):
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.range":
+                stages = {k.arg: ast.unparse(k.value) for k in node.keywords}.get("num_stages")
+                # None: the launch's num_stages, which pipelines no load of these loops.
+                assert stages in (None, "1", "NUM_STAGES"), (module.__name__, stages)
+    calls = [
+        node
+        for node in ast.walk(ast.parse(inspect.getsource(softmax)))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "online_max_and_sum"
+    ]
+    assert calls and all(ast.unparse(call.args[4]) == "1" for call in calls)
+    assert cross_entropy.FORWARD_STAGES == 1
