@@ -39,7 +39,7 @@ from kernels import (
     swiglu,
     vector_add,
 )
-from quiz.bank import QuizBankError, load_bank
+from quiz.bank import BANK_KEYS, OPTION_KEYS, QUESTION_KEYS, QuizBankError, load_bank
 
 # Where a clear error may come from: the course's checks, not a library's insides.
 OWN_CODE = (str(ROOT / "kernels"), str(ROOT / "quiz"))
@@ -419,6 +419,14 @@ def test_a_mutated_record_is_drawn_or_refused_by_name_by_the_build_s_loader(
 BANK = ROOT / "quiz" / "intro.yaml"
 
 
+def _explicit_key(text: str, key: str) -> str:
+    """``text`` with its first ``key:`` written as YAML's explicit key ``? [key]``, a list,
+    its colon on the next line under the question mark."""
+    at = text.index(f"{key}:")
+    column = at - text.rfind("\n", 0, at) - 1
+    return text[:at] + f"? [{key}]\n" + " " * column + text[at + len(key) :]
+
+
 def _bank_mutations() -> list[tuple[str, str]]:
     text = BANK.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
@@ -427,6 +435,12 @@ def _bank_mutations() -> list[tuple[str, str]]:
     keys = sorted({line.split(":")[0].strip(" -") for line in lines if ":" in line})
     for key, value in itertools.product(keys, ("[1, 2]", "{a: 1}", "3", "null", '"\\e"')):
         mutations.append((f"{key}: {value}", text.replace(f"{key}:", f"{key}: {value} #", 1)))
+    # Each key of a bank written as no word: YAML reads it as a list or a mapping, which
+    # Python cannot hold as a key (such keys once escaped as a TypeError).
+    bank_keys = sorted(BANK_KEYS | QUESTION_KEYS | OPTION_KEYS)
+    for key, odd_key in itertools.product(bank_keys, ("[1, 2]", "{a: 1}")):
+        mutations.append((f"{odd_key} for {key}", text.replace(f"{key}:", f"{odd_key}:", 1)))
+    mutations += [(f"? [{key}]", _explicit_key(text, key)) for key in bank_keys]
     mutations += [(f"cut at {n}", text[:n]) for n in (0, 5, len(text) // 3, len(text) // 2)]
     mutations.append(("tab indentation", text.replace("  ", "\t")))
     mutations.append(("anchor alias", "a: &a [1]\nb: *a\n" + text))
