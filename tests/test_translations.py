@@ -63,6 +63,25 @@ def test_every_message_of_every_page_is_translated(page: str) -> None:
         assert not message.fuzzy, f"{page}: the translation of {message.id!r} is fuzzy"
 
 
+# A number whose digits are grouped by plain spaces ("50 257"): the Russian edition
+# groups them with no-break spaces, as kernels.messages.number writes them, so that a
+# number never breaks across lines on a phone.
+SPACED_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?: \d{3})+(?!\d)")
+
+
+@pytest.mark.parametrize("page", pages())
+def test_russian_numbers_group_their_digits_with_no_break_spaces(page: str) -> None:
+    for message in catalog(page):
+        found = SPACED_NUMBER.findall(message.string or "")
+        assert not found, f"{page}: {found} in the translation of {message.id[:60]!r}"
+
+
+def test_russian_banks_group_their_digits_with_no_break_spaces() -> None:
+    for path in sorted((ROOT / "quiz" / "ru").glob("*.yaml")):
+        found = SPACED_NUMBER.findall(path.read_text(encoding="utf-8"))
+        assert not found, f"{path.name}: {found}"
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "quiz").glob("*.yaml")))
 def test_every_bank_has_a_translation_that_matches_it(name: str) -> None:
     original = load_bank(ROOT / "quiz" / f"{name}.yaml")
