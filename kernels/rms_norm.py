@@ -38,7 +38,7 @@ from .launch import (
     unused_stats,
     warps_for,
 )
-from .row_scale import overflowed, safe_scale, scaled_inverse_root
+from .row_scale import overflowed, rewrite_rows, safe_scale
 from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
@@ -100,12 +100,6 @@ def rms_norm_kernel(
     # Padding lanes hold zeros, which add nothing to the sum of squares.
     sum_squares = tl.sum(x * x, axis=1)
     inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
-    # Values beyond about 1.8e19 overflow their squares, not the output: such rows are
-    # summed again, scaled (read from the cache once more; rare, so x is not kept).
-    too_large = overflowed(sum_squares)
-    if tl.max(too_large.to(tl.int32), axis=0) > 0:
-        again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        inv_rms = tl.where(too_large, scaled_inverse_root(again, n_cols, eps), inv_rms)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
@@ -122,6 +116,27 @@ def rms_norm_kernel(
     # forward kernel: one binary serves calls with and without a gradient.
     if STATS:
         tl.store(inv_rms_ptr + rows, inv_rms, mask=row_mask)
+    # Values beyond about 1.8e19 overflow their squares, not the output: such rows are
+    # written again, after the barrier that orders the two stores (see row_scale.py).
+    rewrite = row_mask & overflowed(sum_squares)
+    if tl.max(rewrite.to(tl.int32), axis=0) > 0:
+        tl.debug_barrier()
+        chunk: tl.constexpr = 64 if BLOCK_SIZE > 64 else BLOCK_SIZE
+        _, inv_rms = rewrite_rows(
+            x_ptr,
+            weight_ptr,
+            weight_ptr,
+            out_ptr,
+            rows,
+            rewrite,
+            n_cols,
+            eps,
+            False,
+            ACC,
+            chunk,
+        )
+        if STATS:
+            tl.store(inv_rms_ptr + rows, inv_rms, mask=rewrite)
 
 
 @triton.jit
