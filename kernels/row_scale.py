@@ -6,11 +6,13 @@ an ordinary output: LayerNorm and RMSNorm divide the overflow away again. The ke
 compute the plain sums (the common case, at full speed) and call these helpers only for
 a program whose sums came out infinite or NaN.
 
-The one-tile kernels hand such rows to :func:`rewrite_rows` after their own store. It
-reads the rows in narrow tiles: a rare path that held a row-sized tile would raise the
+LayerNorm's one-tile kernel hands such rows to :func:`rewrite_rows` after its own
+store; RMSNorm's takes their inverse root again before its output pass
+(``_scaled_inverse_root`` in :mod:`kernels.rms_norm`: its output does not overflow).
+Both read the rows in narrow tiles: a rare path that held a row-sized tile raised the
 register count of every program, taken or not (with Triton 3.6 for sm_90a, RMSNorm at
-5120 values went from 30 registers a thread to 40 and 49, and its H100 record from 2965
-GB/s to 2659 and 2140; LayerNorm at 16384 values from 128 registers to 212).
+5120 values from 30 registers a thread to 40 and 49, and its H100 record from 2965 GB/s
+to 2659 and 2140; LayerNorm at 16384 values from 128 registers to 212).
 """
 
 import triton
@@ -47,8 +49,9 @@ def rewrite_rows(
 ):
     """Normalise again, and write, the rows of ``rows`` where ``rewrite`` holds, each
     divided by its largest magnitude first, so that no square overflows: LayerNorm
-    (``CENTRE``: the mean taken away and ``bias_ptr`` added) or RMSNorm. Returns each
-    row's mean (0 for RMSNorm) and inverse root mean square (or standard deviation).
+    (``CENTRE``: the mean taken away and ``bias_ptr`` added; RMSNorm, without, has a
+    cheaper path of its own). Returns each row's mean (0 without ``CENTRE``) and
+    inverse standard deviation (or root mean square).
 
     The rows are read four times in (rows, ``CHUNK``) tiles. Of 32, 64, 128 and 256
     values, 64 left the kernels' registers as they were without this path, or within
