@@ -384,7 +384,7 @@ def gpu_comparison(first: str, second: str) -> ResultTable:
         # No table to show: one line that says so, and how to make one.
         nothing = _(
             "No benchmark has a record of the code as it is now on both the {first} and "
-            "the {second}: the table appears once `nox -s bench` has run on each."
+            "the {second}: the table appears once each has recorded them (nox -s bench)."
         )
         return ResultTable(
             [nothing.format(first=first.upper(), second=second.upper())], [], [], []

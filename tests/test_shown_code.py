@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from sphinx.config import Config
+from sphinx.directives.code import LiteralIncludeReader
 
 COLUMNS = 88
 LESSONS = sorted((ROOT / "docs" / "lessons").glob("*.md"))
@@ -61,67 +63,39 @@ def includes(page: str) -> list[tuple[str, dict[str, str]]]:
     return found
 
 
-def included_lines(source: str, options: dict[str, str]) -> list[tuple[int, str]]:
-    """The numbered lines of ``source`` that a literalinclude with ``options`` shows:
-    a whole object (``pyobject``, dotted for a method), or the lines from the first
-    that holds ``start-at`` to the first after it that holds ``end-at`` (or before the
-    one that holds ``end-before``)."""
-    lines = list(enumerate(source.splitlines(), 1))
-    if "pyobject" in options:
-        scope: list[ast.stmt] = ast.parse(source).body
-        node: ast.AST | None = None
-        for name in options["pyobject"].split("."):
-            node = next(
-                n
-                for n in scope
-                if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Assign) and name in _names(n)
-            )
-            scope = getattr(node, "body", [])
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        return lines[first - 1 : node.end_lineno]
-    start = (
-        next(i for i, line in lines if options.get("start-at", "") in line)
-        if "start-at" in options
-        else 1
-    )
-    end_at, end_before = options.get("end-at"), options.get("end-before")
-    end = len(lines)
-    if end_at is not None:
-        end = next(i for i, line in lines if i > start and end_at in line)
-    elif end_before is not None:
-        end = next(i for i, line in lines if i > start and end_before in line) - 1
-    return lines[start - 1 : end]
-
-
-def _names(node: ast.stmt) -> list[str]:
-    if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
-    return [node.name]
+def included_lines(path: str, options: dict[str, str]) -> list[str]:
+    """The lines that a literalinclude of ``path`` with ``options`` shows, read by
+    Sphinx's own reader, as the build and the downloads (docs/_ext/downloads.py) read
+    them."""
+    code, _ = LiteralIncludeReader(str(ROOT / path), options, Config()).read()
+    return code.splitlines()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.stem)
 def test_included_kernel_code_fits_the_column(page: Path) -> None:
-    long = []
-    for path, options in includes(page.read_text(encoding="utf-8")):
-        source = (ROOT / path).read_text(encoding="utf-8")
-        long += [
-            f"{path}:{number}: {line}"
-            for number, line in included_lines(source, options)
-            if len(line) > COLUMNS
-        ]
+    long = [
+        f"{path} ({options}): {line}"
+        for path, options in includes(page.read_text(encoding="utf-8"))
+        for line in included_lines(path, options)
+        if len(line) > COLUMNS
+    ]
     assert not long, f"included code longer than {COLUMNS} columns:\n" + "\n".join(long)
 
 
-def test_an_include_is_read_as_sphinx_reads_it() -> None:
-    source = "import x\n\n\n@jit\ndef f():\n    pass\n\n\nA = 1\nB = (\n    2,\n)\n"
+def test_an_include_is_found_in_both_kinds_of_page() -> None:
     page = (
-        "# .. literalinclude:: /kernels/k.py\n#    :pyobject: f\n#\n"
-        "```{literalinclude} /kernels/k.py\n:start-at: B =\n:end-at: )\n```\n"
+        "# .. literalinclude:: /kernels/tile_dot.py\n#    :pyobject: tile_dot\n#\n"
+        "```{literalinclude} /kernels/matmul.py\n:start-at: PERSISTENT_MIN_OUTPUT =\n"
+        ":end-at: PROGRAMS_PER_SM =\n```\n"
     )
     (fn, fn_options), (block, block_options) = includes(page)
-    assert fn == block == "kernels/k.py"
-    assert [n for n, _ in included_lines(source, fn_options)] == [4, 5, 6]
-    assert [n for n, _ in included_lines(source, block_options)] == [10, 11, 12]
+    assert (fn, fn_options) == ("kernels/tile_dot.py", {"pyobject": "tile_dot"})
+    assert included_lines(fn, fn_options)[:2] == ["@triton.jit", "def tile_dot(a, b, acc):"]
+    assert block == "kernels/matmul.py"
+    assert included_lines(block, block_options) == [
+        "PERSISTENT_MIN_OUTPUT = 2048 * 2048",
+        "PROGRAMS_PER_SM = 2",
+    ]
 
 
 @pytest.mark.parametrize("page", LESSONS, ids=lambda path: path.stem)
