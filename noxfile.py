@@ -23,7 +23,8 @@ nox.options.reuse_venv = "yes"
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 BUILD_DIR = "_build/html"
 # The site's editions, each a whole site in BUILD_DIR/<language>/; the first measures.
-EDITIONS = ("en", "ru")
+# Listed once, in pyproject.toml, which docs/_ext/editions.py reads too.
+EDITIONS = tuple(PYPROJECT["tool"]["ninja-gap"]["editions"])
 # The catalogs of the translations (docs/_ext/editions.py; docs/guides/contributing.md).
 LOCALE_DIR = "docs/locales"
 # The site's root page, which leads to the first edition's home page.

@@ -104,19 +104,29 @@ KERNELS = {
 }
 
 
-def reduce_tile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The float32 sum of each row and maximum of each column of the small matrix ``x``,
-    by :func:`reduce_tile_kernel` in one program (at most 4096 values in all)."""
+# The most values reduce_tile puts in its one program's tile.
+MAX_TILE = 4096
+
+
+def _matrix(x: object, operation: str) -> torch.Tensor:
+    # The lesson's launchers take a contiguous float matrix and give no gradient.
     x = check_rows("x", x, SUPPORTED_DTYPES)
     if x.dim() != 2:
         raise ValueError(f"x has shape {tuple(x.shape)}; it must be a matrix")
-    check_no_grad("x", x, "reduce_tile records no gradient")
+    check_no_grad("x", x, f"{operation} records no gradient")
+    return x
+
+
+def reduce_tile(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 sum of each row and maximum of each column of the small matrix ``x``,
+    by :func:`reduce_tile_kernel` in one program (at most MAX_TILE values in all)."""
+    x = _matrix(x, "reduce_tile")
     n_rows, n_cols = x.shape
     block_rows, block_cols = row_block(max(n_rows, 1)), row_block(n_cols)
-    if block_rows * block_cols > 4096:
+    if block_rows * block_cols > MAX_TILE:
         raise ValueError(
             f"x has shape {tuple(x.shape)}: one tile of {block_rows} x {block_cols} "
-            "values is too many for one program here (at most 4096)"
+            f"values is too many for one program here (at most {MAX_TILE})"
         )
     row_sums = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     column_maxima = torch.empty(n_cols, dtype=torch.float32, device=x.device)
@@ -135,14 +145,11 @@ def row_sums(
     ``x``: a contiguous float16, bfloat16 or float32 matrix on the kernel device. No
     gradient: the lesson's kernels run forward only. ``out``, if given, is a contiguous
     float32 vector of one value per row, and receives the sums."""
-    x = check_rows("x", x, SUPPORTED_DTYPES)
-    if x.dim() != 2:
-        raise ValueError(f"x has shape {tuple(x.shape)}; it must be a matrix")
+    x = _matrix(x, "row_sums")
     if kernel not in KERNELS:
         raise ValueError(
             f"kernel is {kernel!r}; it must be one of {', '.join(KERNELS)}"
         )
-    check_no_grad("x", x, "row_sums records no gradient")
     n_rows, n_cols = x.shape
     if out is None:
         out = torch.empty(n_rows, dtype=torch.float32, device=x.device)

@@ -31,6 +31,13 @@ def test_switcher_link_climbs_to_the_site_root_and_down_into_the_other_edition()
     assert set(EDITIONS) == {"en", "ru"}
 
 
+def test_the_editions_are_listed_once_for_the_build_and_the_switcher() -> None:
+    import noxfile
+
+    assert noxfile.EDITIONS == tuple(EDITIONS) == ("en", "ru")
+    assert EDITIONS["ru"] == "Русский"
+
+
 def test_site_root_leads_to_the_english_home_page_and_names_the_russian_one() -> None:
     root = (ROOT / "docs" / "_root" / "index.html").read_text(encoding="utf-8")
     assert "url=en/docs/index.html" in root

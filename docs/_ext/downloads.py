@@ -168,29 +168,22 @@ class LiveKernel:
     code: str
 
 
-def _jit_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
-    # The module's top-level function ``name``, if Triton compiles it (@triton.jit).
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            decorators = [ast.unparse(d) for d in node.decorator_list]
-            return node if any(d.startswith("triton.jit") for d in decorators) else None
-    return None
-
-
-def _loaded_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
 def _module_tree(module: str, sources: Sources) -> ast.Module:
     return ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
 
 
 def _jit_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    # The module's top-level functions that Triton compiles (@triton.jit), by name.
     return {
         node.name: node
         for node in tree.body
-        if isinstance(node, ast.FunctionDef) and _jit_function(tree, node.name)
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(d).startswith("triton.jit") for d in node.decorator_list)
     }
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def autotuned(module: str, sources: Sources) -> dict[str, list[str]]:
@@ -199,7 +192,10 @@ def autotuned(module: str, sources: Sources) -> dict[str, list[str]]:
     holds the kernel it was given (``tuned.fn``): a download hands its own version to
     the wrapper, whose configurations stay."""
     tree = _module_tree(module, sources)
-    jit = _jit_functions(tree)
+    return _wrappers(tree, _jit_functions(tree))
+
+
+def _wrappers(tree: ast.Module, jit: Collection[str]) -> dict[str, list[str]]:
     wrappers: dict[str, list[str]] = {}
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
@@ -229,7 +225,7 @@ def called_kernels(module: str, sources: Sources) -> set[str]:
     setting a new version on the module changes nothing that runs."""
     tree = _module_tree(module, sources)
     jit = _jit_functions(tree)
-    through = {w: kernel for kernel, ws in autotuned(module, sources).items() for w in ws}
+    through = {w: kernel for kernel, ws in _wrappers(tree, jit).items() for w in ws}
     todo: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name not in jit:
@@ -269,8 +265,7 @@ def live_kernels(rst: str, sources: Sources) -> list[LiveKernel]:
         name = options.get("pyobject", "")
         if not module or set(options) != {"pyobject"}:
             continue
-        tree = ast.parse((sources.srcdir / path).read_text(encoding="utf-8"))
-        if _jit_function(tree, name) is not None:
+        if name in _jit_functions(_module_tree(module.group(1), sources)):
             code = included_code(match.group("argument"), options, sources).rstrip("\n")
             found.append(LiveKernel(module.group(1), name, code))
     return found
@@ -325,11 +320,8 @@ def kernels_run(kernels: list[LiveKernel], launched: Collection[str], sources: S
     itself (``launched``, see :func:`script_names`), and what a kernel so run calls (a
     kernel defined in the download looks up what it calls among the download's names)."""
     shown = {kernel.name: kernel for kernel in kernels}
-    run = {
-        kernel.name
-        for kernel in kernels
-        if kernel.name in launched or kernel.name in called_kernels(kernel.module, sources)
-    }
+    called = {module: called_kernels(module, sources) for module in {k.module for k in kernels}}
+    run = {k.name for k in kernels if k.name in launched or k.name in called[k.module]}
     todo = list(run)
     while todo:
         for name in _free_names(shown[todo.pop()].code):
@@ -367,10 +359,11 @@ def live_code(
         lines.append("# From here on the course's own code runs the definitions above: edit one,")
         lines.append("# and the cells below run your version.")
         lines += [f"{kernel.module}.{kernel.name} = {kernel.name}" for kernel in called]
+        tuners = {module: autotuned(module, sources) for module in {k.module for k in called}}
         wrapped = [
             (kernel, wrapper)
             for kernel in called
-            for wrapper in autotuned(kernel.module, sources).get(kernel.name, [])
+            for wrapper in tuners[kernel.module].get(kernel.name, [])
         ]
         if wrapped:
             lines.append(
@@ -383,21 +376,21 @@ def live_code(
     return "\n".join(lines) + "\n"
 
 
-def _script_parts(source: str) -> list[str | list[str]]:
-    # A script after its docstring: each line of code as it is, and each run of
-    # comment lines (prose; not a "# %%" cell marker) as a one-item list holding its
-    # text without the "# ".
-    parts: list[str | list[str]] = []
+def _script_parts(source: str) -> list[tuple[bool, str]]:
+    # A script after its docstring, as (is prose, text): each line of code as it is,
+    # and each run of comment lines (prose; not a "# %%" cell marker) as one text
+    # without the "# ".
+    parts: list[tuple[bool, str]] = []
     block: list[str] = []
     for line in [*source.split("\n"), None]:
         if line is not None and line.startswith("#") and not line.startswith("# %%"):
             block.append(line[2:] if line.startswith("# ") else line[1:])
             continue
         if block:
-            parts.append(["\n".join(block) + "\n"])
+            parts.append((True, "\n".join(block) + "\n"))
             block = []
         if line is not None:
-            parts.append(line)
+            parts.append((False, line))
     return parts
 
 
@@ -414,24 +407,25 @@ def whole_script(source: str, sources: Sources) -> str:
         out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
         source = source[docstring.end() :].removeprefix("\n")
 
-    parts = _script_parts(source)
-    shown = [
-        k for prose in parts if isinstance(prose, list) for k in live_kernels(prose[0], sources)
+    # Each run of prose with the kernels it shows, found once for both passes below.
+    parts = [
+        (text, live_kernels(text, sources) if prose else None)
+        for prose, text in _script_parts(source)
     ]
+    shown = [kernel for _, kernels in parts for kernel in kernels or ()]
     run = kernels_run(shown, script_names(source), sources)
     defined: set[str] = set()
-    for part in parts:
-        if isinstance(part, str):
+    for text, kernels in parts:
+        if kernels is None:
             # A bare name on a line of its own is what the page displays (a result
             # table); a script run from a terminal prints it instead.
-            line = f"print({part})" if _BARE_NAME.fullmatch(part) else part
+            line = f"print({text})" if _BARE_NAME.fullmatch(text) else text
             out.append(installed_imports(line))
             continue
         # A run of comment lines is prose: expanded, and put back as comments. The
         # kernels it shows follow it as code.
-        kernels = live_kernels(part[0], sources)
         live = {kernel.name for kernel in kernels}
-        expanded = expand_directives(part[0], sources, fenced=False, live=live, run=run)
+        expanded = expand_directives(text, sources, fenced=False, live=live, run=run)
         out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
         if kernels:
             out.extend(["", live_code(kernels, defined, sources, run).rstrip("\n"), ""])
@@ -445,15 +439,21 @@ def whole_notebook(source: str, sources: Sources) -> str:
     expanded, and the kernels they show defined in a code cell after them."""
     notebook = json.loads(source)
     cells, defined = [], set()
-    texts = {kind: ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == kind]
-             for kind in ("markdown", "code")}  # fmt: skip
-    shown = [kernel for text in texts["markdown"] for kernel in live_kernels(text, sources)]
-    run = kernels_run(shown, script_names("\n".join(texts["code"])), sources)
-    for cell in notebook["cells"]:
+    # The kernels each Markdown cell shows, found once for both passes below.
+    shows = {
+        index: live_kernels("".join(cell["source"]), sources)
+        for index, cell in enumerate(notebook["cells"])
+        if cell["cell_type"] == "markdown"
+    }
+    own = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    run = kernels_run(
+        [k for kernels in shows.values() for k in kernels], script_names(own), sources
+    )
+    for index, cell in enumerate(notebook["cells"]):
         cells.append(cell)
         if cell["cell_type"] == "markdown":
             text = "".join(cell["source"])
-            kernels = live_kernels(text, sources)
+            kernels = shows[index]
             live = {kernel.name for kernel in kernels}
             text = expand_directives(text, sources, fenced=True, live=live, run=run)
             cell["source"] = text.splitlines(keepends=True)

@@ -20,6 +20,7 @@ this extension
 import os
 import re
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ from sphinx.errors import ConfigError
 
 from kernels.messages import LANGUAGE_VARIABLE, _, number
 
-# Each edition's language code (its folder under _build/html/) and its name in itself.
-EDITIONS = {"en": "English", "ru": "Русский"}
+# Each edition's language code (its folder under _build/html/) and its name in itself,
+# as pyproject.toml lists them (the noxfile builds them from the same list).
+_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+EDITIONS: dict[str, str] = tomllib.loads(_PYPROJECT.read_text(encoding="utf-8"))["tool"][
+    "ninja-gap"
+]["editions"]
 # Written into the shared gallery folder: the edition whose output it holds now.
 _MARKER = ".edition"
 # sphinx-gallery's line under each example, as it writes it.
