@@ -11,6 +11,7 @@ compute capability 9.0. The profiling lesson (``docs/lessons/08_profiling.md``) 
 both on the softmax kernel.
 """
 
+import functools
 import re
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from typing import Any
 import triton.language as tl
 
 from .compiler_output import compile_for_gpu
+from .messages import _
 
 # The target: compute capability 9.0, with the "a" features Triton compiles for.
 ARCH = 90
@@ -118,6 +120,22 @@ class Occupancy:
             "program slots": self.by_slots,
         }
         return tuple(name for name, limit in named.items() if limit == self.programs)
+
+
+def describe_limits(limits: tuple[str, ...]) -> str:
+    """:attr:`Occupancy.limits` as the lesson prints them, in the language of this run:
+    ``registers``, or ``registers and warps`` when they tie."""
+    names = {
+        "registers": _("registers"),
+        "warps": _("warps"),
+        "shared memory": _("shared memory"),
+        "program slots": _("program slots"),
+    }
+
+    def joined(first: str, second: str) -> str:
+        return _("{first} and {second}").format(first=first, second=second)
+
+    return functools.reduce(joined, (names[limit] for limit in limits))
 
 
 def _count(name: str, value: object, low: int, high: int | None, why: str = "") -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels import profiling
+from kernels import messages, profiling
 from kernels.profiling import Allocation, occupancy
 
 # ptxas's report, as CUDA 12's ptxas (Triton 3.6) and CUDA 13's (Triton 3.9) print it.
@@ -119,6 +119,17 @@ def test_occupancy_matches_the_cases_worked_by_hand(given: tuple, expected: tupl
     assert fit.programs == programs and fit.limits == limits
     assert fit.warps == programs * given[1]
     assert fit.share_of_warps == fit.warps / 64
+
+
+def test_the_limits_are_named_in_the_language_of_the_run(monkeypatch) -> None:
+    # The lesson prints the limits that decide, joined as the English output always was.
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
+    assert profiling.describe_limits(("registers",)) == "registers"
+    tied = ("registers", "warps", "program slots")
+    assert profiling.describe_limits(tied) == "registers and warps and program slots"
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert profiling.describe_limits(("registers", "warps")) == "регистры и warp"
+    assert profiling.describe_limits(("shared memory",)) == "разделяемая память"
 
 
 def test_an_allocation_gives_its_own_occupancy() -> None:
