@@ -56,7 +56,7 @@ exclude_patterns = [
     "docs/examples/*.py",
     "**/.ipynb_checkpoints",
     # Reviews of the pages, claim by claim: maintainers' records, not pages.
-    "docs/guides/reviews",
+    "docs/guides/reviews/**",
 ]
 templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static"]
