@@ -27,7 +27,7 @@ copyright = "2026, the Closing the Ninja Gap authors"
 
 extensions = [
     "myst_nb",
-    # The lessons' kernels over local sockets, not TCP (docs/_ext/kernel_transport.py).
+    # The lessons' kernels over encrypted sockets (docs/_ext/kernel_transport.py).
     "kernel_transport",
     "sphinx_design",
     "sphinx_copybutton",

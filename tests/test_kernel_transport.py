@@ -1,8 +1,9 @@
-"""The lessons' Jupyter kernels run over local sockets: no TCP port, no warning."""
+"""The lessons' Jupyter kernels run encrypted: no warning, and nothing left behind."""
 
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -15,8 +16,8 @@ SCRIPT = textwrap.dedent(
     from nbclient import NotebookClient
     from jupyter_client.manager import KernelManager
     import kernel_transport
-    kernel_transport.use_local_sockets()
-    print("transport", KernelManager().transport)
+    print("encrypted", kernel_transport.encrypt_kernel_traffic())
+    print("policy", KernelManager().transport_encryption)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     nb.metadata["kernelspec"] = {{"name": "python3", "display_name": "Python 3"}}
     NotebookClient(nb, timeout=120).execute()
@@ -25,13 +26,20 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_lesson_kernel_runs_over_ipc_without_a_warning() -> None:
+def test_a_lesson_kernel_runs_encrypted_without_a_warning_or_a_file(tmp_path: Path) -> None:
     script = SCRIPT.format(ext=str(ROOT / "docs" / "_ext"))
     run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "transport ipc" in run.stdout
+    assert "encrypted True" in run.stdout
+    assert "policy auto" in run.stdout
     assert "output 42" in run.stdout
     # ipykernel warns of an unencrypted TCP kernel on stderr at each start.
     assert "WARNING" not in run.stderr, run.stderr[-3000:]
+    # The folder the kernel ran in keeps nothing of it (IPC sockets would stay there).
+    assert list(tmp_path.iterdir()) == []

@@ -1,27 +1,37 @@
-"""The lessons' Jupyter kernels talk to the build over local sockets, not TCP.
+"""The lessons' Jupyter kernels talk to the build over encrypted sockets.
 
 myst-nb runs each lesson in a Jupyter kernel through nbclient, which talks to it over
-ZeroMQ. jupyter_client's default transport is TCP on localhost, unencrypted, and
-ipykernel (7.x) logs a warning about it at every start: one per lesson in the build log.
-A build has no reason to open ports at all, so the kernels use IPC (Unix sockets, files
-beside the kernel's connection file in Jupyter's runtime folder), which ipykernel
-accepts without a warning.
+ZeroMQ on localhost. By default that traffic is plain TCP, and ipykernel (7.x) logs a
+warning about it at every start: one per lesson in the build log. jupyter_client (8.10
+and later) can give each kernel CurveZMQ keys instead, where the kernel's spec says it
+supports them (ipykernel's does), and then the kernel starts without a warning.
+
+IPC (Unix sockets) would also silence it, but leaves socket files in the folder each
+lesson runs in, that is, in the site's sources (``docs/kernel-ipc-1`` ...).
 
 nbclient makes its ``KernelManager`` with no configuration of ours (myst-nb gives it
-none), so the transport is set where every manager reads it: the trait's default.
+none), so the policy is set where every manager reads it: the trait's default.
 """
 
-from jupyter_client.connect import ConnectionFileMixin
+import zmq
+from jupyter_client.manager import KernelManager
 from sphinx.application import Sphinx
 
-TRANSPORT = "ipc"
+# Encrypt where the kernel supports it, as jupyter_client's "auto" policy does; a
+# kernel whose spec does not say so still starts, over plain TCP.
+POLICY = "auto"
 
 
-def use_local_sockets() -> None:
-    """Make every Jupyter kernel started from this process use IPC, not TCP."""
-    ConnectionFileMixin.class_traits()["transport"].default_value = TRANSPORT
+def encrypt_kernel_traffic() -> bool:
+    """Make every Jupyter kernel started from this process use CurveZMQ encryption where
+    its spec supports it. False where this jupyter_client or libzmq cannot."""
+    traits = KernelManager.class_traits()
+    if "transport_encryption" not in traits or not zmq.has("curve"):
+        return False
+    traits["transport_encryption"].default_value = POLICY
+    return True
 
 
 def setup(app: Sphinx) -> dict[str, bool]:
-    use_local_sockets()
+    encrypt_kernel_traffic()
     return {"parallel_read_safe": True, "parallel_write_safe": True}
