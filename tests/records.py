@@ -1,6 +1,9 @@
 """A small valid record, in the file's JSON form, for tests of the contract and its readers."""
 
+import contextlib
 import copy
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +119,20 @@ def records_folder(monkeypatch: pytest.MonkeyPatch, root: Path, gpu: str | None 
     folder = root / gpu
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@contextlib.contextmanager
+def within(seconds: int) -> Iterator[None]:
+    """Fail the block with :class:`TimeoutError` once it has run ``seconds``: a read that
+    blocks on a FIFO named like a file fails its test instead of hanging the run."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s: a read blocked")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
