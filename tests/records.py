@@ -2,6 +2,7 @@
 
 import contextlib
 import copy
+import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,3 +137,19 @@ def within(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def bounded_text(path: Path) -> str:
+    """The text of the regular file at ``path``, read as the loaders read a record
+    (:func:`kernels.measurements.read_bounded`): a FIFO, a device or a directory named
+    like a file, or a file past the size of a record, is an error that names the file,
+    not a hang or the whole memory."""
+    try:
+        return measurements.read_bounded(path, measurements.MAX_FILE_BYTES).decode("utf-8")
+    except OSError as error:
+        raise OSError(f"{path}: cannot read it ({error.strerror or error})") from None
+
+
+def committed_doc(path: Path) -> dict[str, Any]:
+    """The JSON object of the record file at ``path``, read by :func:`bounded_text`."""
+    return json.loads(bounded_text(path))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from records import CEILING, X, launch_doc, records_folder, sample, sample_doc
+from records import CEILING, X, committed_doc, launch_doc, records_folder, sample, sample_doc
 
 from kernels import fingerprint, launch_cost, measurements, shards
 from kernels.bench import discover, load_current, stale_report
@@ -331,7 +331,7 @@ def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: Callable[[dict], None], message: str
 ) -> None:
     # Each edit was accepted by the loaders, drawn on the page and passed by --stale.
-    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    doc = committed_doc(measurements.path_for("vector_add"))
     edited = _edited(doc)(change)
     if "Triton has no rate" in message:
         edited["call_series"]["Triton"][2] = None
@@ -419,7 +419,7 @@ def test_a_record_whose_gpu_name_holds_markup_is_refused(
 
 def _committed(name: str) -> dict:
     """The primary GPU's committed record of ``name``, as its file's JSON object."""
-    return json.loads(measurements.path_for(name).read_text(encoding="utf-8"))
+    return committed_doc(measurements.path_for(name))
 
 
 def _folder_of(
