@@ -97,13 +97,14 @@ def number(english: str) -> str:
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
     run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
-    launch", "Triton, no copy", "CUDA graph" and the loops lesson's "plain loop" and
-    "prefetch by hand" are translated."""
+    launch", "Triton, no copy", "CUDA graph", the loops lesson's "plain loop" and
+    "prefetch by hand" and the attention's "naive" are translated."""
     translated = {
         "bare launch": _("bare launch"),
         "Triton, no copy": _("Triton, no copy"),
         "CUDA graph": _("CUDA graph"),
         "plain loop": _("plain loop"),
         "prefetch by hand": _("prefetch by hand"),
+        "naive": _("naive"),
     }
     return translated.get(name, name)

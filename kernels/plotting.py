@@ -160,7 +160,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
             marker="o",
             markersize=3.5,
             linewidth=1.8,
-            label=provider,
+            label=series_name(provider),
             color=colour,
         )
         ax.plot(
@@ -229,7 +229,7 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
             marker="o",
             markersize=3.5,
             linewidth=1.8,
-            label=provider,
+            label=series_name(provider),
             color=_provider_colour(provider, index),
         )
     ax.set_xscale("log", base=2)

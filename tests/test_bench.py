@@ -737,3 +737,22 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
     planned = re.search(rf"\({timed} of 3 timed before\): (.*)", result.stdout)
     assert planned, result.stdout
     assert sorted(planned.group(1).split()) == ["launch_overhead", "vector_add", "vector_add_fp16"]
+
+
+def test_the_legends_name_the_series_in_the_edition_s_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the legend showed the record's English series names ("plain loop",
+    # "Triton, no copy", "naive") on the Russian pages, where the tables translated them.
+    values = [3000.0] * 5
+    series = {"Triton": values, "Triton, no copy": values, "PyTorch": values}
+    record = sample(series=series, call_series=series)
+    memory = sample(peak_memory_mb={"Triton": values, "naive": values})
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+
+    def labels(figure) -> list[str]:
+        return [line.get_label() for line in figure.axes[0].get_lines()]
+
+    # Each provider's kernel-time line is labelled, its call-time line after it is not.
+    assert labels(plot_measurement(record))[0:6:2] == ["Triton", "Triton без копии", "PyTorch"]
+    assert labels(plot_peak_memory(memory))[:2] == ["Triton", "наивное"]
