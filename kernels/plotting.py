@@ -97,9 +97,17 @@ def style(fig: Figure) -> None:
 
 
 def _legend_below(fig: Figure) -> None:
-    # Below the axes, across the figure's width, so that the plot keeps the width.
+    # Below the axes, across the figure's width, so that the plot keeps the width: in two
+    # columns where they fit it, else in one (a long label, such as the Russian name of
+    # a ceiling, pushed two columns past both edges of the image).
     handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
+    for columns in (2, 1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=columns,
+                            frameon=False, fontsize=TEXT_PT)  # fmt: skip
+        if legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            break
+        if columns > 1:
+            legend.remove()
 
 
 def axis_name(x_name: str) -> str:
