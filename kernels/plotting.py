@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number, series_name, translated
+from .messages import _, axis_name, number, series_name, translated
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
@@ -108,17 +108,6 @@ def _legend_below(fig: Figure) -> None:
             break
         if columns > 1:
             legend.remove()
-
-
-def axis_name(x_name: str) -> str:
-    """A record's ``x_name`` as an axis label in the build's language: the names that are
-    words are translated, symbols (``N``, ``M = N = K``) stay as they are."""
-    words = {
-        "sequence length": _("sequence length"),
-        "rows": _("rows"),
-        "launcher": _("launcher"),
-    }
-    return words.get(x_name, x_name)
 
 
 def _values(rates: tuple[float | None, ...]) -> list[float]:

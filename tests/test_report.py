@@ -192,3 +192,22 @@ def test_a_russian_table_names_its_metric_and_size_in_russian(
     assert messages.translated("TFLOP/s") == "TFLOP/s"
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
     assert results_table(sample(), min_work=0).header[:3] == ["N", "MB/call", "Triton GB/s"]
+
+
+def test_the_peak_memory_table_is_written_in_the_edition_s_words_and_numbers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: the Russian attention and cross-entropy pages printed this table in
+    # English ("sequence length", "1,024", "34,360 MB").
+    record = sample(
+        x_name="sequence length", peak_memory_mb={"Triton": [1.0, 10.0, 100.0, 34360.0, None],
+                                                  "naive": [2.0, 20.0, 200.0, 2000.0, 4000.0]},
+    )  # fmt: skip
+    report.print_peak_memory(record)
+    english = capsys.readouterr().out
+    assert "sequence length" in english and "34,360 MB" in english and "naive" in english
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    report.print_peak_memory(record)
+    russian = capsys.readouterr().out
+    assert "длина последовательности" in russian and "наивное" in russian
+    assert "34\u00a0360 МБ" in russian and "MB" not in russian and "34,360" not in russian
