@@ -1,10 +1,11 @@
 """The table under a gallery figure: its rows, its verdicts, and its HTML."""
 
 import pytest
+import torch
 from records import X, sample
 
 from kernels import measurements, messages, report, vector_add
-from kernels.bench import placeholder
+from kernels.bench import CheckResult, placeholder
 from kernels.report import results_table
 
 
@@ -211,3 +212,13 @@ def test_the_peak_memory_table_is_written_in_the_edition_s_words_and_numbers(
     russian = capsys.readouterr().out
     assert "длина последовательности" in russian and "наивное" in russian
     assert "34\u00a0360 МБ" in russian and "MB" not in russian and "34,360" not in russian
+
+
+def test_a_check_line_names_its_size_in_the_edition_s_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the Russian attention page's check lines read "sequence length = 1 024".
+    result = CheckResult("attention", "Triton", "sequence length", 1024, torch.bfloat16, 1e-3, 1e-2)
+    assert "sequence length = 1,024" in str(result)
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert "длина последовательности = 1\u00a0024" in str(result)
