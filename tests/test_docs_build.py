@@ -43,6 +43,12 @@ def test_site_root_leads_to_the_home_page(docs_build: DocsBuild) -> None:
     assert "url=docs/index.html" in docs_build.page("index.html")
 
 
+def test_no_empty_index_page_is_built_or_linked(docs_build: DocsBuild) -> None:
+    # Before: an empty genindex.html, linked from every page's <link rel="index">.
+    assert not list(docs_build.html.rglob("genindex.html"))
+    assert 'rel="index"' not in docs_build.page("docs/index.html")
+
+
 def test_home_page_shows_the_measured_headline(docs_build: DocsBuild) -> None:
     page = text_of(docs_build.page("docs/index.html"))
     record = measurements.load("vector_add")
