@@ -118,3 +118,35 @@ def test_a_long_line_in_a_shown_cell_is_found_and_a_hidden_one_is_not() -> None:
     page = ("```{code-cell} ipython3\n:tags: [remove-cell]\n" + "x" * 100 + "\n```\n"
             "```{code-cell} ipython3\n:tags: [hide-output]\n" + "y" * 100 + "\n```\n")  # fmt: skip
     assert shown_cells(page) == [(7, ["y" * 100])]
+
+
+def fenced_lines(markdown: str) -> list[tuple[int, str]]:
+    """The lines of a MyST page's fenced blocks other than code cells and directives
+    (```text, ```console, ```python and the like), as (line number, line)."""
+    found: list[tuple[int, str]] = []
+    fence: str | None = None  # the open fence's backticks, while in a block
+    plain = False  # whether the open block is one this looks at
+    for number, line in enumerate(markdown.split("\n"), start=1):
+        opening = re.match(r"^(`{3,})(.*)$", line)
+        if fence is None and opening:
+            fence, plain = opening.group(1), not opening.group(2).startswith("{")
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is not None and plain:
+            found.append((number, line))
+    return found
+
+
+@pytest.mark.parametrize("page", markdown_pages(), ids=lambda path: path.stem)
+def test_fenced_blocks_of_a_page_fit_the_column(page: Path) -> None:
+    # Before: three blocks of the contributing guide ran to 96-105 columns.
+    long = [f"{page.name}:{number}: {line}"
+            for number, line in fenced_lines(page.read_text(encoding="utf-8"))
+            if len(line) > COLUMNS]  # fmt: skip
+    assert not long, f"fenced lines longer than {COLUMNS} columns:\n" + "\n".join(long)
+
+
+def test_a_long_line_of_a_fenced_block_is_found_and_one_of_a_cell_is_not() -> None:
+    wide = "x" * (COLUMNS + 1)
+    page = f"```{{code-cell}} python\n{wide}\n```\n\n{wide}\n\n```console\n$ {wide}\n```\n"
+    assert fenced_lines(page) == [(8, f"$ {wide}")]
