@@ -150,3 +150,15 @@ def test_a_long_line_of_a_fenced_block_is_found_and_one_of_a_cell_is_not() -> No
     wide = "x" * (COLUMNS + 1)
     page = f"```{{code-cell}} python\n{wide}\n```\n\n{wide}\n\n```console\n$ {wide}\n```\n"
     assert fenced_lines(page) == [(8, f"$ {wide}")]
+
+
+def test_every_exercise_s_code_fits_the_column() -> None:
+    # Before: 16 lines of the starters and solutions (cross-entropy, matmul, attention,
+    # softmax, tiles) ran to 89-96 columns on the pages that show them.
+    from kernels.exercises import PAGES, lesson_exercises
+
+    long = [f"{item.id} ({which}): {line}"
+            for lesson in PAGES for item in lesson_exercises(lesson)
+            for which in ("starter", "solution")
+            for line in getattr(item, which).split("\n") if len(line) > COLUMNS]  # fmt: skip
+    assert not long, f"exercise code longer than {COLUMNS} columns:\n" + "\n".join(long)
