@@ -132,7 +132,7 @@ def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
         transform=ax.transAxes,
     )
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel(measurement.metric)
+    ax.set_ylabel(translated(measurement.metric))
     ax.set_xticks([])
     ax.set_yticks([])
     style(fig)
@@ -178,7 +178,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
         label=_("{ceiling} ({value} {metric})").format(
             ceiling=translated(ceiling.name),
             value=number(f"{ceiling.value:,.0f}"),
-            metric=measurement.metric,
+            metric=translated(measurement.metric),
         ),
     )
     # One legend entry for every lighter line.
@@ -193,7 +193,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
     ax.set_xscale("log", base=2)
     label_log_axis(ax, "x", size_label)
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel(measurement.metric)
+    ax.set_ylabel(translated(measurement.metric))
     rates = [
         v for series in measurement.series.values() for v in series if v is not None
     ]
@@ -234,7 +234,7 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     label_log_axis(ax, "x", size_label)
     label_log_axis(ax, "y")
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel("MB")
+    ax.set_ylabel(_("MB"))
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(fig)
     style(fig)

@@ -177,7 +177,7 @@ def test_the_ceiling_s_legend_speaks_the_edition_s_language(
     assert ceiling_label() == f"device copy ({value} GB/s)"
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
     russian_value = value.replace(",", "\xa0")
-    assert ceiling_label() == f"копирование на устройстве ({russian_value} GB/s)"
+    assert ceiling_label() == f"копирование на устройстве ({russian_value} ГБ/с)"  # noqa: RUF001
 
 
 def _tick_labels(axis) -> list[str]:
@@ -757,6 +757,9 @@ def test_the_legends_name_the_series_in_the_edition_s_language(
     # Each provider's kernel-time line is labelled, its call-time line after it is not.
     assert labels(plot_measurement(record))[0:6:2] == ["Triton", "Triton без копии", "PyTorch"]
     assert labels(plot_peak_memory(memory))[:2] == ["Triton", "наивное"]
+    # The units too, as the tables write them.
+    assert plot_measurement(record).axes[0].get_ylabel() == "ГБ/с"  # noqa: RUF001
+    assert plot_peak_memory(memory).axes[0].get_ylabel() == "МБ"
 
 
 def test_a_legend_too_wide_for_two_columns_takes_one_and_fits_the_figure(
