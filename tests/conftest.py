@@ -182,6 +182,8 @@ def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
 # The fixtures that build the whole site (or copy a build): a test that asks for one is
 # marked ``site``, so that ``-m "not site and not browser"`` runs the fast tier alone.
 SITE_FIXTURES = frozenset({"docs_build", "built_course", "russian_build", "edition"})
+# The fixture of the tests that rebuild the course several times over (minutes each).
+LONGEST_FIXTURE = "built_course"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -191,6 +193,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.site)
+    # The longest tests first (several builds of the whole course each), so that the
+    # rest of the suite runs beside them instead of after them (see noxfile.py,
+    # test_workers). A stable sort: the others keep their order.
+    items.sort(key=lambda item: LONGEST_FIXTURE not in getattr(item, "fixturenames", ()))
     unstable = ids_that_change_between_runs([item.nodeid for item in items])
     if unstable:
         raise pytest.UsageError(

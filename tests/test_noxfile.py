@@ -48,8 +48,8 @@ def test_a_catalog_without_running_times_is_left_as_it_is() -> None:
 @pytest.mark.parametrize(
     ("args", "cores", "expected"),
     [
-        ([], 2, ["-n", "2"]),
-        (["-m", "not site"], 16, ["-n", "4"]),
+        ([], 2, ["-n", "2", "--dist", "worksteal"]),
+        (["-m", "not site"], 16, ["-n", "4", "--dist", "worksteal"]),
         ([], 1, []),
         ([], None, []),
         (["-n", "3"], 2, []),
