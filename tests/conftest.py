@@ -60,22 +60,15 @@ class DocsBuild:
                             language=self.language)  # fmt: skip
 
 
-# Files of a checkout that are not sources: builds, environments, caches (as the site's
-# package leaves them out too).
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-from package_downloads import NOT_SOURCES  # noqa: E402
+from package_downloads import copy_sources  # noqa: E402
 
 
 def copy_of_the_course(destination: Path) -> Path:
     """A copy of the repository's sources in ``destination``, to build without touching
-    the checkout (a GPU build would write its records there)."""
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        relative = Path(folder).relative_to(ROOT)
-        return {n for n in names if (relative / n).as_posix() in NOT_SOURCES or n in NOT_SOURCES}
-
-    shutil.copytree(ROOT, destination, ignore=ignore)
-    return destination
+    the checkout (a GPU build would write its records there), as the site's package
+    copies them: no builds, environments or caches."""
+    return copy_sources(ROOT, destination)
 
 
 def sphinx_build(
