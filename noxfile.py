@@ -196,12 +196,17 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Rebuild the site on every change and serve it at http://127.0.0.1:8000."""
+    """Rebuild an edition on every change and serve it at http://127.0.0.1:8000: English,
+    or the one named first (``nox -s serve -- ru``). Other arguments go to
+    sphinx-autobuild."""
     install(session, "serve")
+    language, args = serve_edition(session.posargs)
     session.run(
         "sphinx-autobuild",
         ".",
-        f"{BUILD_DIR}/{EDITIONS[0]}",
+        f"{BUILD_DIR}/{language}",
+        "-d",
+        f"_build/doctrees/{language}",
         "--watch",
         "kernels",
         "--watch",
@@ -214,8 +219,17 @@ def serve(session: nox.Session) -> None:
         "_build/*",
         "--ignore",
         ".nox/*",
-        *session.posargs,
+        *args,
+        env={"NINJA_GAP_LANGUAGE": language},
     )
+
+
+def serve_edition(serve_args: list[str]) -> tuple[str, list[str]]:
+    """The edition ``nox -s serve`` serves, the first argument if it names one of
+    EDITIONS (else the first edition), and the arguments left for sphinx-autobuild."""
+    if serve_args and serve_args[0] in EDITIONS:
+        return serve_args[0], serve_args[1:]
+    return EDITIONS[0], list(serve_args)
 
 
 @nox.session
