@@ -45,6 +45,8 @@ extensions = [
     "package_downloads",
     "downloads",
     "editions",
+    # The lessons' figures' alt text, extracted into the catalogs (docs/_ext/figure_alts.py).
+    "figure_alts",
 ]
 
 root_doc = "docs/index"

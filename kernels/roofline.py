@@ -304,6 +304,7 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
         FIGURE_SIZE,
         PROVIDER_COLOURS,
         label_log_axis,
+        legend_below,
         style,
     )
 
@@ -347,7 +348,6 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     ax.set_xlabel(_("FLOP per byte"))
     ax.set_ylabel("TFLOP/s")
     ax.grid(True, which="major", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+    legend_below(fig, most_columns=3)
     style(fig)
     return fig
