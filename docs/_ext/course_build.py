@@ -27,7 +27,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from kernels import bench, fingerprint, measurements, messages
+from kernels import bench, fingerprint, measurements, messages, recording
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def build_kind(code: str) -> str:
     if not bench.draft():
         return "build"
     modules = fingerprint.closure(fingerprint.imported_modules(code))
-    return "draft" if bench.unusable_records(_records_read(code, modules)) else "build"
+    return "draft" if recording.unusable_records(_records_read(code, modules)) else "build"
 
 
 class UnreadableDependency(OSError):
