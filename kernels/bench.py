@@ -349,9 +349,11 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     # rate a perfect kernel of that size could expect, cache effects included.
     same_size_copy: list[float] = []
     worst_error = 0.0
-    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    what = _what_is_measured(spec)
+    # Work per millisecond in the metric's unit: GB/s is bytes / 1e6 per ms.
+    scale = measurements.RATE_SCALE[spec.metric] / 1e3
     for index, size in enumerate(spec.gpu_sizes):
-        work = spec.work(size, spec.dtype)
+        work = what["work"][index]
         running = providers(spec)
         for name, fn in list(running.items()):
             if name != "Triton" and not spec.check_baselines:
@@ -410,7 +412,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
         timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
     )
     return Measurement(
-        **_what_is_measured(spec),
+        **what,
         series={name: tuple(values) for name, values in series.items()},
         call_series={name: tuple(values) for name, values in call_series.items()},
         ceiling=Ceiling(

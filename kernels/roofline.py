@@ -19,11 +19,9 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from .measurements import Measurement, MeasurementError
+from .measurements import RATE_SCALE, Measurement, MeasurementError
 from .messages import _
 
-# Work units per rate unit: a GB/s rate is bytes / 1e9 per second, TFLOP/s is FLOPs / 1e12.
-RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
 # A softmax of one element: its row's maximum (a comparison), a subtraction, an exponential,
 # a term of the row's sum, and a division, each counted as one operation.
 SOFTMAX_FLOPS_PER_ELEMENT = 5
