@@ -47,6 +47,8 @@ extensions = [
     "editions",
     # The lessons' figures' alt text, extracted into the catalogs (docs/_ext/figure_alts.py).
     "figure_alts",
+    # The gallery index's cards in the edition's language (docs/_ext/gallery_cards.py).
+    "gallery_cards",
 ]
 
 root_doc = "docs/index"

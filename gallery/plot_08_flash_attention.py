@@ -171,7 +171,7 @@ for block_m in range(SEQ_LEN // tiles.block_m):
     last = diagonal + tiles.block_m - 1
     print(
         _("queries {first} to {last}: {row}").format(
-            first=f"{diagonal:>5,}", last=f"{last:>5,}", row=row
+            first=number(f"{diagonal:>5,}"), last=number(f"{last:>5,}"), row=row
         )
     )
 pairs = (SEQ_LEN // tiles.block_m) * (SEQ_LEN // tiles.block_n)

@@ -106,8 +106,18 @@ def test_every_page_loads_offline_without_errors(
         visit.context.close()
 
 
+# What a box too narrow for its text clips without the window scrolling: the article
+# (panned sideways by a long inline name), its headings (a long Russian word at the
+# theme's size) and the links to the previous and next page (the theme's 45% boxes).
+CLIPPED_TEXT = """() => [...document.querySelectorAll(
+    'article, article h1, article h2, article h3, article h4, .prev-next-area a')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1)
+  .map(e => `${e.tagName.toLowerCase()} ${e.scrollWidth - e.clientWidth} px too wide: `
+            + e.textContent.trim().replace(/\\s+/g, ' ').slice(0, 60))"""
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_page_scrolls_sideways(
+def test_no_page_scrolls_sideways_or_clips_its_text(
     edition: DocsBuild, browser: "playwright_api.Browser", failures: Path, width: int
 ) -> None:
     docs_build = edition
@@ -121,6 +131,13 @@ def test_no_page_scrolls_sideways(
                 failures,
                 _name(docs_build, path, width),
                 f"{path.name} at {width} px is {overflow} px wider than the window",
+            )
+        clipped = visit.page.evaluate(CLIPPED_TEXT)
+        if clipped:
+            visit.fail(
+                failures,
+                _name(docs_build, path, width),
+                f"{path.name} at {width} px cuts off text: {clipped}",
             )
         visit.context.close()
 

@@ -223,6 +223,29 @@ def test_russian_pages_have_no_english_headings(russian_build: DocsBuild) -> Non
     assert not found, found
 
 
+_CARD = re.compile(
+    r'<div class="sphx-glr-thumbcontainer" tooltip="([^"]*)">.*?href="([^"#]+)".*?'
+    r'<div class="sphx-glr-thumbnail-title">([^<]*)</div>',
+    re.S,
+)
+
+
+def test_the_russian_gallery_s_cards_carry_the_russian_page_titles(
+    russian_build: DocsBuild,
+) -> None:
+    # sphinx-gallery writes its cards as raw HTML from the English scripts: the Russian
+    # gallery index showed "Vector addition" and English tooltips under a Russian menu.
+    index = russian_build.page("docs/examples/index.html")
+    cards = _CARD.findall(index)
+    assert len(cards) == len(list((ROOT / "gallery").glob("plot_*.py"))), cards
+    for tooltip, target, title in cards:
+        page = russian_build.page(f"docs/examples/{target}")
+        heading = text_of(re.search(r"<h1>(.*?)</h1>", page, re.S).group(1)).rstrip("#")
+        assert unescape(title) == heading, target
+        assert re.search(r"[\u0400-\u04ff]", unescape(tooltip)), (target, tooltip)
+        assert unescape(tooltip) in text_of(page), target
+
+
 def test_the_themes_own_words_are_russian_too(russian_build: DocsBuild) -> None:
     # The theme's Russian catalog leaves "Back to top" empty: the button was English.
     page = (russian_build.html / "docs" / "lessons" / "01_intro.html").read_text("utf-8")
