@@ -190,7 +190,7 @@ print(_("share of zeros with p = 0.3: {share}").format(share=zeros))
 
 output, mask = torch.ops.aten.native_dropout(x, 0.3, True)
 kept = _(
-    "activations: {x_bytes} bytes; PyTorch keeps a {dtype} mask of {mask_bytes} bytes "
+    "activations: {x_bytes} bytes; PyTorch keeps a {dtype} mask of {mask_bytes} bytes\n"
     "for backward; this kernel keeps only p and the seed"
 )
 print(

@@ -335,8 +335,8 @@ for ax, group_m in zip(axes, (1, GROUP_M), strict=True):
     a_tiles = int(first.any(dim=1).sum())
     b_tiles = int(first.any(dim=0).sum())
     line = _(
-        "GROUP_M={group_m}: the first {programs} programs read tiles of A from {a} "
-        "row(s) and tiles of B from {b} column(s): {strips} strips in all"
+        "GROUP_M={group_m}: the first {programs} programs read tiles of A "
+        "from {a} row(s)\n  and tiles of B from {b} column(s): {strips} strips in all"
     )
     print(
         line.format(
