@@ -28,6 +28,20 @@ TIMING_MODULE = "kernels.timing"
 # Set on machines whose copy of the repository has no git history (a GPU runner given
 # a bare working tree), so that a record still names the commit it measured.
 COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
+# The rooms: subpackages of kernels/ that group its modules by layer (issue 34). A room
+# is where a module is kept, not what it runs: kernels/harness/timing.py counts as
+# kernels/timing.py, in a record's file list and in every name of the package that the
+# code spells, so that moving a module into a room, or from one room to another, stales
+# no record. The module names left once the rooms are taken out must stay unique.
+ROOMS = ("operations", "triton_helpers", "harness", "figures")
+_ROOM = re.compile(rf"\b{PACKAGE}([./])(?:(?:{'|'.join(ROOMS)})[./])+")
+
+
+def without_rooms(name: str) -> str:
+    """A module's dotted name or a file's path with the rooms taken out:
+    ``kernels.harness.timing`` is ``kernels.timing``, ``kernels/harness/timing.py`` is
+    ``kernels/timing.py``."""
+    return _ROOM.sub(rf"{PACKAGE}\1", name)
 
 
 def module_path(module: str) -> Path:
@@ -85,11 +99,6 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
     return ".".join([*base, *filter(None, [node.module])])
 
 
-def _in_package(relative: str) -> str:
-    """The package module that ``from .relative`` names (the package itself for ``.``)."""
-    return f"{PACKAGE}.{relative}" if relative else PACKAGE
-
-
 def closure(modules: Iterable[str]) -> list[str]:
     """``modules`` and every :mod:`kernels` module they import, directly or not, sorted."""
     seen: set[str] = set()
@@ -125,10 +134,11 @@ def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
     return spans
 
 
-def normalised_source(source: str) -> str:
+def normalised_source(source: str, package: str = PACKAGE) -> str:
     """``source`` as the code that runs: comments, docstrings, trailing spaces and blank
-    lines taken out, relative imports of the package written as absolute, the rest as
-    written.
+    lines taken out, relative imports (read from ``package``, the package of the module
+    ``source`` is) written as absolute, the rooms taken out of the package's names, the
+    rest as written.
 
     The text is cut where the tokenizer finds comments and the syntax tree finds
     docstrings, so the result is the same under every Python version (printing the
@@ -148,29 +158,39 @@ def normalised_source(source: str) -> str:
     # How an import of the package is spelled does not change what runs: a relative
     # import (``from .spec import``) counts as the absolute one it means.
     code = [
-        _RELATIVE_IMPORT.sub(_as_absolute, line.rstrip())
+        _RELATIVE_IMPORT.sub(lambda match: _as_absolute(match, package), line.rstrip())
         for line in lines
         if line.strip()
     ]
-    return "\n".join(code)
+    return without_rooms("\n".join(code))
 
 
-_RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+\.(\w*)\s+import\b")
+_RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+(\.+)([\w.]*)\s+import\b")
 
 
-def _as_absolute(match: re.Match[str]) -> str:
-    return f"{match.group(1)}from {_in_package(match.group(2))} import"
+def _as_absolute(match: re.Match[str], package: str) -> str:
+    parts = package.split(".")
+    base = parts[: max(1, len(parts) - (len(match.group(2)) - 1))]
+    module = ".".join([*base, *filter(None, [match.group(3)])])
+    return f"{match.group(1)}from {module} import"
 
 
 def file_digests(modules: Iterable[str]) -> dict[str, str]:
-    """The hash of each module's normalised source, by path relative to the repository."""
-    digests = {}
+    """The hash of each module's normalised source, by path relative to the repository
+    with the rooms taken out."""
+    digests: dict[str, str] = {}
+    places: dict[str, Path] = {}
     for module in modules:
         path = module_path(module)
-        code = normalised_source(path.read_text(encoding="utf-8"))
-        digests[path.relative_to(REPOSITORY).as_posix()] = hashlib.sha256(
-            code.encode("utf-8")
-        ).hexdigest()[:16]
+        key = without_rooms(path.relative_to(REPOSITORY).as_posix())
+        if key in places and places[key] != path:
+            raise ValueError(
+                f"{places[key]} and {path} are both {key} once the rooms "
+                f"({', '.join(ROOMS)}) are taken out: rename one of them"
+            )
+        places[key] = path
+        code = normalised_source(path.read_text(encoding="utf-8"), _package_of(module))
+        digests[key] = hashlib.sha256(code.encode("utf-8")).hexdigest()[:16]
     return dict(sorted(digests.items()))
 
 

@@ -1,6 +1,11 @@
 """What a code fingerprint reads: code that runs, not how it is commented or how an
 import of the package is spelled."""
 
+import ast
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 
 from kernels import fingerprint
@@ -71,3 +76,78 @@ def test_a_caption_quotes_a_record_s_full_hash_in_its_short_form() -> None:
     for fresh in (True, False):
         text = caption(environment, full, fresh=fresh)
         assert f"commit {full[:12]}" in text and full not in text
+
+
+# Modules moved into rooms, as issue 34's layers would put them: the harness's timing,
+# a Triton helper and an operation that imports both kinds (relatively, and the package
+# itself with "from . import").
+MOVES = {"timing": "harness", "row_tiles": "triton_helpers", "rms_norm": "operations"}
+
+
+def _moved_copy(root: Path) -> Path:
+    """A copy of kernels/ under ``root`` with the MOVES made and every import of a moved
+    module rewritten, as a contributor moving them would; returns its kernels/."""
+    package = root / "kernels"
+    shutil.copytree(fingerprint.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, room in MOVES.items():
+        (package / room).mkdir(exist_ok=True)
+        (package / room / "__init__.py").write_text('"""A room."""\n')
+        (package / f"{name}.py").rename(package / room / f"{name}.py")
+    for path in package.rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        moved = path.parent.name in MOVES.values()
+        if moved:  # its relative imports now start one package higher
+            source = re.sub(r"^(\s*)from \.", r"\1from ..", source, flags=re.M)
+        dots = ".." if moved else "."
+        for name, room in MOVES.items():
+            source = source.replace(f"kernels.{name}", f"kernels.{room}.{name}")
+            source = source.replace(f"from {dots}{name} import", f"from {dots}{room}.{name} import")
+        source = re.sub(r"^from (\.+) import (.+)$", _split_moved_names, source, flags=re.M)
+        path.write_text(source, encoding="utf-8")
+        ast.parse(source)  # still Python
+    return package
+
+
+def _split_moved_names(match: re.Match[str]) -> str:
+    """``from . import a, timing`` with timing moved: ``from . import a`` and
+    ``from .harness import timing``."""
+    dots, names = match.group(1), [n.strip() for n in match.group(2).split(",")]
+    kept = [n for n in names if n not in MOVES]
+    lines = [f"from {dots} import {', '.join(kept)}"] if kept else []
+    lines += [f"from {dots}{MOVES[n]} import {n}" for n in names if n in MOVES]
+    return "\n".join(lines)
+
+
+def test_moving_modules_into_rooms_stales_no_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = fingerprint.code_digests("kernels.rms_norm")
+    assert {"kernels/rms_norm.py", "kernels/row_tiles.py", "kernels/timing.py"} <= set(before)
+    package = _moved_copy(tmp_path)
+    assert (package / "operations" / "rms_norm.py").is_file()
+    assert "from ..triton_helpers.row_tiles import row_tile" in (
+        package / "operations" / "rms_norm.py"
+    ).read_text(encoding="utf-8")
+    monkeypatch.setattr(fingerprint, "PACKAGE_DIR", package)
+    monkeypatch.setattr(fingerprint, "REPOSITORY", tmp_path)
+    after = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.harness.timing")
+    assert after == before
+    assert fingerprint.combine(after) == fingerprint.combine(before)
+    # A change of code that runs, in a moved module, still shows.
+    moved = package / "triton_helpers" / "row_tiles.py"
+    moved.write_text(moved.read_text(encoding="utf-8") + "\nEXTRA = 1\n", encoding="utf-8")
+    changed = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.harness.timing")
+    assert fingerprint.changed_files(before, changed) == ["kernels/row_tiles.py"]
+
+
+def test_two_modules_named_alike_once_the_rooms_are_out_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "kernels"
+    (package / "harness").mkdir(parents=True)
+    (package / "timing.py").write_text("from kernels.harness import timing\n")
+    (package / "harness" / "timing.py").write_text("X = 1\n")
+    monkeypatch.setattr(fingerprint, "PACKAGE_DIR", package)
+    monkeypatch.setattr(fingerprint, "REPOSITORY", tmp_path)
+    with pytest.raises(ValueError, match=r"kernels/timing\.py once the rooms"):
+        fingerprint.file_digests(["kernels.timing", "kernels.harness.timing"])
