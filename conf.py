@@ -49,6 +49,8 @@ extensions = [
     "figure_alts",
     # The gallery index's cards in the edition's language (docs/_ext/gallery_cards.py).
     "gallery_cards",
+    # The pages' pseudocode plans (text code blocks), translated (docs/_ext/plan_blocks.py).
+    "plan_blocks",
 ]
 
 root_doc = "docs/index"
