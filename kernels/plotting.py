@@ -141,6 +141,10 @@ def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
     return fig
 
 
+# Above the other lines (2, matplotlib's default) and below the legend (5).
+TRITON_ZORDER = 3
+
+
 def plot_measurement(measurement: Measurement) -> Figure:
     """Draw a measurement as the site's standard figure and attach its caption: kernel
     time as the main lines, call time as lighter lines of the same colours, the ceiling
@@ -160,6 +164,9 @@ def plot_measurement(measurement: Measurement) -> Figure:
             linewidth=1.8,
             label=series_name(provider),
             color=colour,
+            # Triton's line on top: where a baseline's rates matched it, the baseline,
+            # drawn later, hid it (the vector addition's PyTorch and torch.compile).
+            zorder=TRITON_ZORDER if provider == "Triton" else None,
         )
         ax.plot(
             measurement.x,

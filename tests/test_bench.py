@@ -154,6 +154,8 @@ def test_figure_draws_kernel_time_call_time_the_ceiling_and_a_caption() -> None:
     assert list(kernel.get_ydata()) == list(record.series["Triton"])
     assert list(call.get_ydata()) == list(record.call_series["Triton"])
     assert call.get_alpha() < 1 and call.get_color() == kernel.get_color()
+    # Triton's kernel-time line is drawn above every other line, not hidden by them.
+    assert all(kernel.get_zorder() > line.get_zorder() for line in lines[1:])
     ceiling = next(line for line in lines if line.get_linestyle() == "--")
     assert ceiling.get_label().startswith("device copy")
     assert "lighter: call time" in labels
