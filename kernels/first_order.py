@@ -49,6 +49,13 @@ def first_order_only(operation: str) -> Callable:
     def decorate(backward: Callable) -> Callable:
         @functools.wraps(backward)
         def guarded(ctx, *grad_outputs):
+            # An incoming gradient may be a lazily negated or conjugated view (autograd
+            # passes what the caller gave, such as torch._neg_view(g)): the kernels read
+            # raw memory, so the bit is resolved here, once for every backward pass.
+            grad_outputs = tuple(
+                g.resolve_neg().resolve_conj() if isinstance(g, torch.Tensor) else g
+                for g in grad_outputs
+            )
             if not torch.is_grad_enabled():
                 return backward(ctx, *grad_outputs)
             with torch.no_grad():

@@ -153,3 +153,23 @@ def test_a_second_derivative_is_refused_by_name(name: str) -> None:
     )
     with pytest.raises(RuntimeError, match=expected):
         grad.sum().backward()
+
+
+@pytest.mark.parametrize("name", sorted(set(LAUNCHERS) - FORWARD_ONLY))
+def test_a_lazily_negated_incoming_gradient_is_read_with_its_sign(name: str) -> None:
+    # autograd hands the backward pass the gradient the caller gave, a lazily negated
+    # view included (torch._neg_view(-g) holds -g in memory and reads as g): kernels
+    # that read raw memory must see g, as PyTorch's own backward does.
+    launcher = LAUNCHERS[name]
+    grads = []
+    for negated in (False, True):
+        inputs = [
+            t.requires_grad_() if i in launcher.float_inputs else t
+            for i, t in enumerate(launcher.make_inputs())
+        ]
+        out = launcher.function(*inputs, **launcher.kwargs)
+        incoming = randn(*out.shape, dtype=out.dtype, seed=5)
+        out.backward(torch._neg_view(-incoming) if negated else incoming)
+        grads.append([inputs[i].grad for i in launcher.float_inputs])
+    for plain, negated in zip(*grads, strict=True):
+        assert torch.equal(plain, negated), f"{name}: a negated view's gradient read raw"
