@@ -29,11 +29,17 @@ class _NoSecondDerivative(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads: torch.Tensor):
-        raise RuntimeError(
-            f"{ctx.operation} has no second derivative: its backward pass runs Triton "
-            "kernels that autograd cannot differentiate. Differentiate it once (without "
-            "create_graph=True), or use PyTorch's version for higher derivatives"
-        )
+        raise no_second_derivative(ctx.operation)
+
+
+def no_second_derivative(operation: str) -> RuntimeError:
+    """The error for a second derivative of ``operation``, whose backward pass runs
+    Triton kernels."""
+    return RuntimeError(
+        f"{operation} has no second derivative: its backward pass runs Triton "
+        "kernels that autograd cannot differentiate. Differentiate it once (without "
+        "create_graph=True), or use PyTorch's version for higher derivatives"
+    )
 
 
 def first_order_only(operation: str) -> Callable:
