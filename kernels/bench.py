@@ -21,6 +21,7 @@ refused when missing or stale, a placeholder in a draft build.
 import argparse
 import functools
 import importlib
+import json
 import math
 import os
 import pkgutil
@@ -28,7 +29,6 @@ import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -527,10 +527,11 @@ def _refuse_if_unlike_spec(
     spec: BenchmarkSpec, record: Measurement, gpu: str | None = None
 ) -> None:
     """Raise :class:`MeasurementError` naming the record's file and key unless the record
-    agrees with ``spec`` (what is measured, at which sizes, how much work, which series,
-    which pass), with its own check (passed) and with its ceiling (no rate above it by
-    more than CEILING_MARGIN), and Triton has a rate at every size. A record edited by
-    hand, or written for another version of the spec, is refused, not drawn."""
+    agrees with ``spec`` (what is measured, at which sizes, the fixed dimensions, how much
+    work, which series, which pass), with its own check (passed) and with its ceiling (no
+    rate above it by more than CEILING_MARGIN), and Triton has a rate at every size. A
+    record edited by hand, or written for another version of the spec, is refused, not
+    drawn."""
     path = measurements.path_for(spec.name, gpu)
     expected = _what_is_measured(spec)
     for key in ("x_name", "dtype", "x"):
@@ -538,6 +539,15 @@ def _refuse_if_unlike_spec(
             raise MeasurementError(
                 f"{path}: {key!r} is {getattr(record, key)!r}; the benchmark's spec says "
                 f"{expected[key]!r}"
+            )
+    for key, value in spec.details.items():
+        # As the record's JSON holds it, compared with its type: JSON's 0 is not the
+        # spec's False, though Python finds them equal.
+        wanted = json.loads(json.dumps(value))
+        got = record.details.get(key)
+        if type(got) is not type(wanted) or got != wanted:
+            raise MeasurementError(
+                f"{path}: {key!r} is {got!r}; the benchmark's spec says {wanted!r}"
             )
     for size, work, wanted in zip(record.x, record.work, expected["work"], strict=True):
         if not math.isclose(work, wanted, rel_tol=1e-9):
@@ -702,9 +712,11 @@ def stale_report(
     specs: dict[str, BenchmarkSpec], launch_overhead: bool = True
 ) -> list[str]:
     """One line per record that the build would refuse, on every GPU that has records:
-    malformed, stale, in the wrong GPU's folder, left over from a benchmark that no longer
-    exists, or missing from the primary GPU (another GPU need not have every record; the
-    page shows what it has). ``launch_overhead``: check that record too."""
+    malformed, stale, in the wrong GPU's folder or beside a record that names its GPU
+    otherwise, of a commit not in the history of HEAD, unlike its spec, left over from a
+    benchmark that no longer exists, or missing from the primary GPU (another GPU need
+    not have every record; the page shows what it has). ``launch_overhead``: check that
+    record too."""
     names = [*specs, LAUNCH_OVERHEAD] if launch_overhead else list(specs)
     known = {*discover(), LAUNCH_OVERHEAD}
     root = measurements.MEASUREMENTS_ROOT
@@ -723,28 +735,7 @@ def stale_report(
             problems.append(
                 f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}"
             )
-    return problems + _commits_not_in_history()
-
-
-def _commits_not_in_history() -> list[str]:
-    # One line per readable record whose commit the repository does not hold (a record
-    # made up, or measured on a branch that never landed); nothing where there is no git.
-    paths_of: dict[str, list[Path]] = {}
-    for gpu in measurements.known_gpus():
-        for name in measurements.recorded_benchmarks(gpu):
-            path = measurements.path_for(name, gpu)
-            try:
-                paths_of.setdefault(measurements.read(path).code.commit, []).append(
-                    path
-                )
-            except MeasurementError:
-                continue  # reported with the other refusals
-    missing = fingerprint.commits_not_in_history(paths_of)
-    return [
-        f"{path}: recorded at commit {commit}, which is not in this repository's history"
-        for commit in sorted(missing)
-        for path in paths_of[commit]
-    ]
+    return problems
 
 
 def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:

@@ -27,6 +27,7 @@ def compile_for_gpu(
     debug: bool = False,
     num_warps: int = 4,
     num_stages: int = 3,
+    shared_memory: bool = False,
 ) -> dict[str, str]:
     """The IR of ``kernel`` ("module:function") compiled for CUDA compute capability ``arch``.
 
@@ -37,7 +38,10 @@ def compile_for_gpu(
     as ``TRITON_DEBUG=1`` would at launch (device assertions and integer overflow checks
     kept); ``num_warps`` and ``num_stages`` as at launch. A constexpr may be a Triton
     dtype (``tl.float32``).
-    Returns the text of each stage in :data:`STAGES` (a Gluon kernel has no "ttir").
+    Returns the text of each stage in :data:`STAGES` (a Gluon kernel has no "ttir"),
+    and with ``shared_memory``, under ``"shared"``, the bytes of shared memory that one
+    program asks for at launch (Triton's metadata: the PTX declares its shared memory
+    without a size), as decimal text like the rest of the reply.
     """
     sent = {name: _send(value) for name, value in constexprs.items()}
     request = json.dumps(
@@ -50,6 +54,7 @@ def compile_for_gpu(
             "debug": debug,
             "num_warps": num_warps,
             "num_stages": num_stages,
+            "shared_memory": shared_memory,
         }
     )
     # TRITON_DEFAULT_FP_FUSION=1 keeps today's default and silences newer Tritons' notice.
@@ -111,7 +116,10 @@ def _compile_request(request: dict[str, Any]) -> dict[str, str]:
     options = {key: request[key] for key in ("debug", "num_warps", "num_stages")}
     compiled = triton.compile(source, target=target, options=options)
     # A Gluon kernel starts from TritonGPU IR: it has no Triton IR stage.
-    return {stage: compiled.asm[stage] for stage in STAGES if stage in compiled.asm}
+    reply = {stage: compiled.asm[stage] for stage in STAGES if stage in compiled.asm}
+    if request["shared_memory"]:
+        reply["shared"] = str(compiled.metadata.shared)
+    return reply
 
 
 if __name__ == "__main__":

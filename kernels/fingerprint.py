@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import tokenize
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = "kernels"
@@ -195,41 +195,79 @@ def short_commit(commit: str) -> str:
     return commit
 
 
-def commits_not_in_history(
-    commits: Collection[str], repository: Path = REPOSITORY
-) -> set[str]:
-    """Those of ``commits`` (hashes, full or abbreviated) that the git repository at
-    ``repository`` does not hold; none where there is no repository to ask (a copy of the
-    sources, an installed package): there the question cannot be answered."""
-    if not commits:
-        return set()
+# A commit as git abbreviates it or writes it in full. A record's commit that is no hash
+# ("test", "unknown", or text that git would read as an option) is never passed to git.
+_COMMIT_HASH = re.compile(r"[0-9a-f]{4,40}")
+
+
+def in_history(commit: str, repository: Path | None = None) -> bool | None:
+    """Whether ``commit`` is HEAD or one of its ancestors in the git repository whose work
+    tree ``repository`` is the top of (this checkout by default): False for a commit of
+    a branch that never landed, or for none at all. None where that cannot be told: no
+    such repository (a copy of the sources, an installed package), ``$NINJA_GAP_COMMIT``
+    set (a runner given a working tree without its history names its commit there), or
+    a shallow clone that lacks the commit (it may be an ancestor it does not hold)."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return None
+    return _in_history(
+        commit, (REPOSITORY if repository is None else repository).resolve()
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _in_history(commit: str, repository: Path) -> bool | None:
+    # One git call per commit: a build loads some thirty records of a commit or two.
+    shallow = _shallow(repository)
+    if shallow is None:
+        return None
+    if not _COMMIT_HASH.fullmatch(commit):
+        return False
     try:
-        inside = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree"],
+        answer = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", commit, "HEAD"],
+            cwd=repository,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if answer.returncode in (0, 1):
+        return answer.returncode == 0
+    # Any other status: git holds no such commit, which a shallow clone may lack.
+    return None if shallow else False
+
+
+@functools.lru_cache(maxsize=16)
+def _shallow(repository: Path) -> bool | None:
+    """Whether the git work tree whose top is ``repository`` is a shallow clone; None
+    where ``repository`` is no such top: no git there, or a folder inside another
+    repository (an installed package in a clone's virtual environment), whose history is
+    not the code's."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--is-shallow-repository"],
             cwd=repository,
             capture_output=True,
             text=True,
             timeout=30,
         )
-        if inside.returncode != 0 or inside.stdout.strip() != "true":
-            return set()
-        ordered = sorted(commits)
-        found = subprocess.run(
-            ["git", "cat-file", "--batch-check"],
-            cwd=repository,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            input="".join(f"{c}^{{commit}}\n" for c in ordered),
-        )
     except (OSError, subprocess.SubprocessError):
-        return set()
-    answers = found.stdout.splitlines()
-    return {
-        c
-        for c, answer in zip(ordered, answers, strict=False)
-        if answer.endswith(" missing")
-    }
+        return None
+    lines = result.stdout.splitlines()
+    if (
+        result.returncode != 0
+        or len(lines) != 2
+        or Path(lines[0]).resolve() != repository
+    ):
+        return None
+    return lines[1] == "true"
+
+
+def forget_history() -> None:
+    """Ask git again: :func:`in_history` keeps its answers for the process (HEAD is taken
+    not to move under a build)."""
+    _in_history.cache_clear()
+    _shallow.cache_clear()
 
 
 def commit() -> str:

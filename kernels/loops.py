@@ -14,7 +14,12 @@ import torch
 import triton
 import triton.language as tl
 
-from .checks import check_no_grad, check_rows, check_tensor
+from .checks import (
+    check_no_grad,
+    check_no_partial_overlap,
+    check_rows,
+    check_tensor,
+)
 from .compiler_output import compile_for_gpu
 from .direct_launch import launch
 from .launch import row_block
@@ -159,10 +164,15 @@ def row_sums(
                 f"out has shape {tuple(out.shape)}; it must hold one value per row of x "
                 f"({n_rows},)"
             )
+        check_no_partial_overlap(("out", "x"), out, x)
+        check_no_grad("out", out, "row_sums with out= records no gradient")
     if n_rows == 0:
         return out
     stages = {"STAGES": STAGES} if kernel == "pipelined" else {}
     launch(KERNELS[kernel], (n_rows,), x, out, n_cols, BLOCK_SIZE=BLOCK_SIZE, **stages)
+    # A kernel's store is invisible to autograd: count it as PyTorch counts an in-place
+    # write, so that a graph which saved ``out`` refuses to use the new values.
+    torch.autograd.graph.increment_version(out)
     return out
 
 

@@ -36,17 +36,20 @@ is refused rather than read with a meaning it does not have. ``code`` and
 ``environment`` are as above.
 """
 
+import hashlib
 import json
-import math
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from . import fingerprint
 
 # In a clone, the records are in gallery/measurements/<gpu>/; installed, the package ships
 # them as ninja_gap/measurements/<gpu>/, beside ninja_gap/kernels/.
@@ -310,6 +313,13 @@ def gpu_slug(device_name: str) -> str:
         raise MeasurementError(
             f"cannot name a records folder after the GPU {device_name!r}"
         )
+    # The harness times on GPUs only: a record of a CPU was written by hand, and would
+    # be drawn as one more GPU's tab.
+    if "cpu" in words:
+        raise MeasurementError(
+            f"{device_name!r} is a CPU: records come from GPU runs only, and no records "
+            "folder is named after a CPU"
+        )
     return "-".join(words)
 
 
@@ -350,12 +360,18 @@ def known_gpus() -> list[str]:
 
 
 def _positive_number(value: Any) -> bool:
+    # Finite, and no larger than a float holds: an integer of 400 digits would raise
+    # OverflowError in the arithmetic on it (a rate over the ceiling, a log axis).
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
+        and 0 < value <= sys.float_info.max
     )
+
+
+def _size(value: Any) -> bool:
+    # A size is a count: 16777216.0 equals the spec's 16777216, but no run wrote it.
+    return isinstance(value, int) and _positive_number(value)
 
 
 _Fail = Callable[[str], MeasurementError]
@@ -416,7 +432,25 @@ def _environment(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
         date = date.replace(tzinfo=UTC)
     if date > datetime.now(UTC) + FUTURE_SLACK:
         raise fail(f"'environment.date' is in the future: {environment['date']!r}")
+    try:
+        gpu_slug(environment["gpu"])
+    except MeasurementError as error:
+        raise fail(f"'environment.gpu': {error}") from None
     return {key: environment[key] for key in ENVIRONMENT_KEYS}
+
+
+# Keys of a record's details that the harness reads into (the check's worst error, how
+# long measuring took): where a record has one, it must be an object.
+_OBJECT_DETAILS = ("check", "timing")
+
+
+def _objects_where_present(doc: dict[str, Any], fail: _Fail) -> None:
+    """Refuse a detail of :data:`_OBJECT_DETAILS` that is not an object."""
+    for key in _OBJECT_DETAILS:
+        if key in doc and not isinstance(doc[key], dict):
+            raise fail(
+                f"{key!r} must be an object of key -> value, not {doc[key]!r:.40}"
+            )
 
 
 def _unavailable(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
@@ -506,6 +540,7 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
             raise fail(
                 f"final_wait_us[{name!r}] must be null where series[{name!r}] is"
             )
+    _objects_where_present(doc, fail)
     inputs = doc["inputs"]
     if (
         not isinstance(inputs, dict)
@@ -549,8 +584,8 @@ def from_json(doc: Any, source: str) -> Measurement:
             f"({LAUNCH_METRIC!r} is for the {LAUNCH_OVERHEAD} record only)"
         )
     x = doc["x"]
-    if not isinstance(x, list) or not x or not all(_positive_number(v) for v in x):
-        raise fail("'x' must be a non-empty list of positive numbers")
+    if not isinstance(x, list) or not x or not all(_size(v) for v in x):
+        raise fail("'x' must be a non-empty list of positive integers (the sizes)")
     if x != sorted(x) or len(set(x)) != len(x):
         raise fail("'x' must be strictly increasing")
 
@@ -609,6 +644,7 @@ def from_json(doc: Any, source: str) -> Measurement:
     timings = ceiling.get("timings")
     if not isinstance(timings, int) or isinstance(timings, bool) or timings < 1:
         raise fail("'ceiling.timings' must be a positive integer")
+    _objects_where_present(doc, fail)
     code = _code(doc, fail)
     environment = _environment(doc, fail)
     known = set(_REQUIRED_KEYS) | set(_OPTIONAL_KEYS)
@@ -672,9 +708,19 @@ def read(path: Path) -> Record:
     """Read and validate the record in ``path``; every failure names the file."""
     try:
         content = read_bounded(path, MAX_FILE_BYTES)
-        doc = json.loads(content.decode("utf-8"), object_pairs_hook=_unique_keys)
     except FileNotFoundError:
         raise MeasurementError(f"{path}: no such file") from None
+    except OSError as error:  # a directory, a FIFO, a link loop, a device, too large
+        raise MeasurementError(
+            f"{path}: cannot read a record ({error.strerror or error})"
+        ) from None
+    return _record_in(content, path)
+
+
+def _record_in(content: bytes, path: Path) -> Record:
+    """The record that ``content``, the bytes of ``path``, holds, validated."""
+    try:
+        doc = json.loads(content.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as error:
         raise MeasurementError(
             f"{path}: not UTF-8 ({error.reason} at byte {error.start})"
@@ -685,10 +731,6 @@ def read(path: Path) -> Record:
         raise MeasurementError(
             f"{path}: nested too deeply to be a measurement"
         ) from None
-    except OSError as error:  # a directory, a FIFO, a link loop, a device, too large
-        raise MeasurementError(
-            f"{path}: cannot read a record ({error.strerror or error})"
-        ) from None
     except ValueError as error:  # a duplicate key, an integer of thousands of digits
         raise MeasurementError(f"{path}: not a record ({error})") from None
     return record_from_json(doc, str(path))
@@ -697,7 +739,9 @@ def read(path: Path) -> Record:
 def load(benchmark: str, metric: str | None = None, gpu: str | None = None) -> Record:
     """The recorded measurement of ``benchmark`` on ``gpu`` (the primary GPU by default),
     validated; with ``metric`` (the spec's), also checked to be the benchmark it claims
-    to be. A record in another GPU's folder than its own is refused."""
+    to be. A record in another GPU's folder than its own is refused, as is one beside a
+    record that names its GPU otherwise, or one of a commit that is not in the history
+    of this checkout's HEAD (where git can tell: :func:`~kernels.fingerprint.in_history`)."""
     gpu = PRIMARY_GPU if gpu is None else gpu
     path = path_for(benchmark, gpu)
     if not path.exists():
@@ -712,6 +756,7 @@ def load(benchmark: str, metric: str | None = None, gpu: str | None = None) -> R
             f"whose folder it is in; it belongs in "
             f"{gpu_dir(gpu_slug(measurement.environment['gpu']))}"
         )
+    _refuse_if_not_alone_on_its_gpu(path, measurement.environment["gpu"])
     if measurement.benchmark != benchmark:
         raise MeasurementError(
             f"{path}: 'benchmark' is {measurement.benchmark!r}, but the file is {benchmark}.json"
@@ -720,7 +765,51 @@ def load(benchmark: str, metric: str | None = None, gpu: str | None = None) -> R
         raise MeasurementError(
             f"{path}: 'metric' is {measurement.metric!r}; the benchmark measures {metric}"
         )
+    if fingerprint.in_history(measurement.code.commit) is False:
+        raise MeasurementError(
+            f"{path}: recorded at commit {measurement.code.commit}, which is not in the "
+            "history of this checkout's HEAD (a branch that never landed, or no commit at "
+            "all); re-measure it from this branch"
+        )
     return measurement
+
+
+def _refuse_if_not_alone_on_its_gpu(path: Path, gpu: str) -> None:
+    """Raise unless every other readable record of the folder's GPU in ``path``'s folder
+    names that GPU exactly as the record in ``path`` does (``gpu``): a folder holds one
+    GPU's set, and two names of one model ("NVIDIA H100", "NVIDIA H100 80GB HBM3") may be
+    two boards. A record of another model there is refused on its own, as in the wrong
+    folder, and does not refuse the folder's own records."""
+    for other in sorted(path.parent.glob("*.json")):
+        named = gpu if other == path else _gpu_named_in(other)
+        if named is not None and named != gpu and gpu_slug(named) == path.parent.name:
+            raise MeasurementError(
+                f"{path}: recorded on the {gpu!r}, but {other} in the same folder on the "
+                f"{named!r}; a folder holds the records of one GPU, named alike: "
+                "re-measure the odd ones on the GPU of the others"
+            )
+
+
+# The GPU that each readable record names, by the digest of its file's bytes. Loading a
+# record compares it with the rest of its folder, and a build loads the whole folder:
+# each file's content is parsed once per process, not once per record loaded.
+_GPU_BY_DIGEST: dict[bytes, str | None] = {}
+
+
+def _gpu_named_in(path: Path) -> str | None:
+    """The GPU that the record in ``path`` names; None where it is no readable record
+    (that one is refused when it is loaded itself, and need not refuse its folder)."""
+    try:
+        content = read_bounded(path, MAX_FILE_BYTES)
+    except OSError:
+        return None
+    digest = hashlib.sha256(content).digest()
+    if digest not in _GPU_BY_DIGEST:
+        try:
+            _GPU_BY_DIGEST[digest] = _record_in(content, path).environment["gpu"]
+        except MeasurementError:
+            _GPU_BY_DIGEST[digest] = None
+    return _GPU_BY_DIGEST[digest]
 
 
 def load_launch_overhead(gpu: str | None = None) -> LaunchOverhead:

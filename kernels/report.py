@@ -205,8 +205,10 @@ def _results_table(
     if measurement.placeholder:
         return _not_measured(measurement.benchmark)
     sizes = large_sizes(measurement, min_work, against)
-    metric, x_name = measurement.metric, measurement.x_name
-    if metric == "GB/s":
+    # The metric and the size's name as the table shows them, in the edition's language.
+    metric = translated(measurement.metric)
+    x_name = translated(measurement.x_name)
+    if measurement.metric == "GB/s":
         scale, work_label = 1e6, _("MB/call")
         threshold = _("Sizes where one call moves at least {amount} MB:")
     else:
@@ -289,7 +291,7 @@ def _results_table(
     header = [
         x_name,
         work_label,
-        f"Triton {metric}",
+        _("Triton {metric}").format(metric=metric),
         _("of ceiling"),
         *([_("copy")] if with_copy else []),
         *ratio_columns,
@@ -438,7 +440,7 @@ def reason_text(line: str) -> str:
         where = _("at {x_name} = {sizes}: {reason}")
         parts.append(
             where.format(
-                x_name=match["x_name"],
+                x_name=translated(match["x_name"].strip()),
                 sizes="; ".join(sizes),
                 reason=translated(match["why"]),
             )
@@ -467,7 +469,9 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
     are left out (the notes say why)."""
     if measurement.placeholder:
         return _not_measured(measurement.benchmark)
-    metric, x_name, series = measurement.metric, measurement.x_name, measurement.series
+    metric = translated(measurement.metric)
+    x_name = translated(measurement.x_name)
+    series = measurement.series
     shown = series_name(ours)
     times = number(f"{goal:.2f}x")
     caption = [
@@ -483,7 +487,7 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
     versus = _("{ours} vs it").format(ours=shown)
     header = [
         x_name,
-        f"{shown} {metric}",
+        _("{ours} {metric}").format(ours=shown, metric=metric),
         _("fastest other"),
         metric,
         versus,
@@ -532,9 +536,9 @@ def neighbour_table(
         _(
             "{metric} of each provider at each size and one size away, and the first "
             "divided by the second."
-        ).format(metric=measurement.metric)
+        ).format(metric=translated(measurement.metric))
     ]
-    header = [measurement.x_name, _("one away")]
+    header = [translated(measurement.x_name), _("one away")]
     for provider in providers:
         header += [series_name(provider), _("one away"), _("ratio")]
     rows = []

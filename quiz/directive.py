@@ -11,7 +11,8 @@ page shows it as written.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 from docutils import nodes
@@ -128,17 +129,47 @@ def parse_skeleton(
     return list(scratch.children)
 
 
+class _HtmlIds(HTMLParser):
+    """The ``id`` attributes of a piece of HTML, as a browser reads them (any case of
+    ``ID``, quoted or not, character references resolved)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        # Also called for a self-closing tag (<span id="x"/>), by HTMLParser's default.
+        self.ids += [value for name, value in attrs if name == "id" and value]
+
+
+def html_ids(html: str) -> list[str]:
+    """The element ids that ``html``, a page's raw HTML, writes into the page."""
+    parser = _HtmlIds()
+    parser.feed(html)
+    parser.close()
+    return parser.ids
+
+
+def page_ids(doctree: nodes.document) -> Iterator[str]:
+    """Every id the page's HTML will hold, once for each element that holds it: the ids of
+    its nodes, and those written in its raw HTML (``.. raw:: html``, HTML in Markdown)."""
+    for node in doctree.findall(nodes.Element):
+        yield from node["ids"]
+        if isinstance(node, nodes.raw) and "html" in node.get("format", "").split():
+            yield from html_ids(node.astext())
+
+
 def warn_of_shared_anchors(doctree: nodes.document, docname: str, container_class: str,
                            what: str) -> None:  # fmt: skip
     """Warn (an error with -W) where the id of a container of ``container_class`` (a quiz
-    question, an exercise) is also the id of another element of the page: a section or a
-    label of the page's own. The directives parse their texts in a document of their
-    own, so docutils cannot see such a clash, and the page would hold two elements with
-    one id (a link to it would land on either)."""
+    question, an exercise) is also the id of another element of the page: a section, a
+    label of the page's own, or an element of its raw HTML. The directives parse their
+    texts in a document of their own, so docutils cannot see such a clash (nor any that
+    raw HTML makes), and the page would hold two elements with one id (a link to it
+    would land on either)."""
     owners: dict[str, int] = {}
-    for node in doctree.findall(nodes.Element):
-        for node_id in node["ids"]:
-            owners[node_id] = owners.get(node_id, 0) + 1
+    for node_id in page_ids(doctree):
+        owners[node_id] = owners.get(node_id, 0) + 1
     for node in doctree.findall(nodes.container):
         if container_class not in node["classes"]:
             continue
@@ -146,7 +177,8 @@ def warn_of_shared_anchors(doctree: nodes.document, docname: str, container_clas
             if owners[node_id] > 1:
                 logger.warning(
                     f"{docname}: the anchor {node_id!r} of {what} is also the id of another "
-                    "element of this page (a section or a label): rename that element",
+                    "element of this page (a section, a label or raw HTML): rename that "
+                    "element",
                     location=node,
                 )
 

@@ -158,7 +158,7 @@ def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
 
 # The fixtures that build the whole site (or copy a build): a test that asks for one is
 # marked ``site``, so that ``-m "not site and not browser"`` runs the fast tier alone.
-SITE_FIXTURES = frozenset({"docs_build", "built_course", "russian_build"})
+SITE_FIXTURES = frozenset({"docs_build", "built_course", "russian_build", "edition"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

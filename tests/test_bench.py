@@ -634,23 +634,84 @@ def test_a_record_from_uncommitted_kernels_is_refused(tmp_path: Path) -> None:
         measurements.from_json(doc, "vector_add.json")
 
 
-def test_stale_names_a_record_whose_commit_is_not_in_the_history(tmp_path: Path) -> None:
-    # A repository with one commit; a record naming another.
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
-                       check=True, capture_output=True)  # fmt: skip
+def _git(repository: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          cwd=repository, check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
 
-    git("init", "-q")
-    (tmp_path / "f").write_text("x", encoding="utf-8")
-    git("add", "f")
-    git("commit", "-q", "-m", "one")
-    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=tmp_path, text=True,
-                          capture_output=True, check=True).stdout.strip()  # fmt: skip
-    unknown = "0123456789ab"
-    assert fingerprint.commits_not_in_history({head, unknown}, tmp_path) == {unknown}
-    # Outside a repository the question cannot be answered: nothing is named.
-    assert fingerprint.commits_not_in_history({unknown}, tmp_path / "f") == set()
-    assert fingerprint.commits_not_in_history({unknown}, tmp_path.parent) == set()
+
+def _repository_with_a_side_branch(repository: Path) -> tuple[str, str, str]:
+    """A git repository at ``repository``: two commits on its checked-out branch (``old``,
+    then ``head``) and ``side``, a commit on a branch from ``old`` that never merged.
+    Returns the three short hashes."""
+    repository.mkdir()
+    _git(repository, "init", "-q", "-b", "main")
+
+    def commit(text: str) -> str:
+        (repository / "f").write_text(text, encoding="utf-8")
+        _git(repository, "add", "f")
+        _git(repository, "commit", "-q", "-m", text)
+        return _git(repository, "rev-parse", "--short=12", "HEAD")
+
+    old = commit("old")
+    _git(repository, "checkout", "-q", "-b", "side")
+    side = commit("side")
+    _git(repository, "checkout", "-q", "main")
+    head = commit("head")
+    return old, head, side
+
+
+def test_in_history_asks_whether_a_commit_is_head_or_one_of_its_ancestors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(fingerprint.COMMIT_VARIABLE, raising=False)
+    repository = tmp_path / "repository"
+    old, head, side = _repository_with_a_side_branch(repository)
+    assert fingerprint.in_history(head, repository) is True
+    assert fingerprint.in_history(old, repository) is True
+    # Before, a commit the repository holds passed, though no branch of HEAD's has it.
+    assert fingerprint.in_history(side, repository) is False
+    assert fingerprint.in_history("0123456789ab", repository) is False
+    # What is no hash never reaches git (where it would be read as an option).
+    assert fingerprint.in_history("--all", repository) is False
+    assert fingerprint.in_history("test", repository) is False
+    # Where there is no repository, or the folder is not the top of one (an installed
+    # package in a clone's virtual environment), the question cannot be answered.
+    (repository / "inside").mkdir()
+    for nowhere in (repository / "f", repository / "inside", tmp_path):
+        assert fingerprint.in_history(side, nowhere) is None, nowhere
+    # A shallow clone (CI checks out one commit) holds HEAD, not its ancestors: a commit
+    # it lacks may be one of them.
+    shallow = tmp_path / "shallow"
+    _git(tmp_path, "clone", "-q", "--depth", "1", repository.as_uri(), str(shallow))
+    assert fingerprint.in_history(head, shallow) is True
+    assert fingerprint.in_history(old, shallow) is None
+    # A runner without history names its commit in $NINJA_GAP_COMMIT.
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, head)
+    assert fingerprint.in_history(side, repository) is None
+
+
+def test_stale_names_a_record_whose_commit_is_not_in_the_history_of_head(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(fingerprint.COMMIT_VARIABLE, raising=False)
+    old, head, side = _repository_with_a_side_branch(tmp_path / "repository")
+    # The loaders ask that repository instead of this checkout.
+    in_history = fingerprint.in_history
+    monkeypatch.setattr(fingerprint, "in_history",
+                        lambda commit: in_history(commit, tmp_path / "repository"))  # fmt: skip
+    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    folder = records_folder(monkeypatch, tmp_path / "records", PRIMARY)
+    specs = {"vector_add": vector_add.BENCHMARK}
+    for commit, refused in ((old, False), (head, False), (side, True), ("0123456789ab", True)):
+        doc["code"]["commit"] = commit
+        (folder / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
+        problems = bench.stale_report(specs, launch_overhead=False)
+        assert problems == (
+            [f"{folder / 'vector_add.json'}: recorded at commit {commit}, which is not in the "
+             "history of this checkout's HEAD (a branch that never landed, or no commit at "
+             "all); re-measure it from this branch"] if refused else []
+        ), commit  # fmt: skip
 
 
 def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path: Path) -> None:

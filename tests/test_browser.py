@@ -71,6 +71,13 @@ class Visit:
         pytest.fail(f"{message} (screenshot: {shot})")
 
 
+@pytest.fixture(params=["en", "ru"])
+def edition(request: pytest.FixtureRequest) -> DocsBuild:
+    """Each edition's build in turn: the English, then the Russian (whose words, numbers
+    and figures differ, and so do its widths)."""
+    return request.getfixturevalue("docs_build" if request.param == "en" else "russian_build")
+
+
 @pytest.fixture(scope="module")
 def failures(docs_build: DocsBuild) -> Path:
     """Where screenshots of failures go."""
@@ -78,7 +85,8 @@ def failures(docs_build: DocsBuild) -> Path:
 
 
 def _name(build: DocsBuild, path: Path, width: int) -> str:
-    return f"{path.relative_to(build.html).with_suffix('').as_posix().replace('/', '_')}-{width}"
+    page = path.relative_to(build.html).with_suffix("").as_posix().replace("/", "_")
+    return f"{build.language}-{page}-{width}"
 
 
 def test_every_page_loads_offline_without_errors(
@@ -100,8 +108,9 @@ def test_every_page_loads_offline_without_errors(
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_page_scrolls_sideways(
-    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path, width: int
+    edition: DocsBuild, browser: "playwright_api.Browser", failures: Path, width: int
 ) -> None:
+    docs_build = edition
     for path in site_pages(docs_build):
         visit = Visit(browser, path.as_uri(), width, js=True)
         overflow = visit.page.evaluate(
@@ -122,8 +131,9 @@ MOST_CODE_FITS = 0.8
 
 
 def test_at_a_laptop_s_width_tables_and_most_code_fit_the_column(
-    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+    edition: DocsBuild, browser: "playwright_api.Browser", failures: Path
 ) -> None:
+    docs_build = edition
     blocks = scrolling = 0
     for path in site_pages(docs_build):
         visit = Visit(browser, path.as_uri(), 1280, js=True)
@@ -226,8 +236,9 @@ def test_the_phone_drawer_lists_every_page(
 
 
 def test_figure_text_is_at_least_9_pixels_tall_on_a_phone(
-    docs_build: DocsBuild, browser: "playwright_api.Browser", failures: Path
+    edition: DocsBuild, browser: "playwright_api.Browser", failures: Path
 ) -> None:
+    docs_build = edition
     from kernels.plotting import TEXT_PT
 
     # Figures are saved at matplotlib's 100 pixels per inch; the build refuses a figure

@@ -5,6 +5,7 @@ from a folder outside the clone."""
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -58,13 +59,13 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     tail = "# (``add_tail_apart_kernel``, from ``/kernels/vector_add.py``, is defined in the"
     assert tail + " code below: edit it there, and everything after" in whole
     assert "\n@triton.jit\ndef add_tail_apart_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
-    assert "\nvector_add.add_tail_apart_kernel = add_tail_apart_kernel\n" in whole
+    assert "\nadd_tail_apart_kernel = swap_in(vector_add, add_tail_apart_kernel)\n" in whole
     # ...while add_kernel, which no launcher calls, is the reader's to launch, and says so.
     assert "\n@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
     own = "# (``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code below for"
-    assert own + " you to read and launch yourself" in whole
-    assert "vector_add.add_kernel = add_kernel" not in whole
-    assert "only your own launches: add_kernel." in whole
+    assert own + " you to read and run yourself" in whole
+    assert "swap_in(vector_add, add_kernel)" not in whole
+    assert "changes only what you run yourself: add_kernel." in whole
     assert "\nimport triton\n" in whole and "\nimport triton.language as tl\n" in whole
     assert whole.index("def add_kernel(") < whole.index("\nx = 1\n")
     # ...while the launcher, in a dropdown, stays text, keeping the dropdown's indentation.
@@ -95,13 +96,13 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
     # not handed to its module...
     code = "".join(whole["cells"][1]["source"])
     assert whole["cells"][1]["cell_type"] == "code"
-    assert "@triton.jit\ndef add_kernel(" in code and "vector_add.add_kernel =" not in code
+    assert "@triton.jit\ndef add_kernel(" in code and "swap_in(vector_add, add_kernel)" not in code
     # ...unless the notebook's own code launches it.
     launch = ["add_kernel[(1,)](x)\n"]
     notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [],
                               "execution_count": None, "source": launch})  # fmt: skip
     launched = json.loads(downloads.whole_notebook(json.dumps(notebook), SOURCES))
-    assert "vector_add.add_kernel = add_kernel" in "".join(launched["cells"][1]["source"])
+    assert "add_kernel = swap_in(vector_add, add_kernel)" in "".join(launched["cells"][1]["source"])
     assert "everything after it runs" in "".join(launched["cells"][0]["source"])
     nested = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
         ".. dropdown:: Notes\n", "\n", "   .. literalinclude:: /kernels/vector_add.py\n",
@@ -112,52 +113,101 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
 
 
 def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> None:
-    kernels = downloads.live_kernels(
+    kernels = downloads.live_objects(
         ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
     )
-    assert [(k.module, k.name) for k in kernels] == [("softmax", "softmax_kernel")]
+    assert [(k.module, k.name, k.jit) for k in kernels] == [("softmax", "softmax_kernel", True)]
     code = downloads.live_code(kernels, set(), SOURCES, {"softmax_kernel"})
     # softmax_kernel calls _row_softmax, a helper of its own module.
-    assert "from ninja_gap.kernels.softmax import _row_softmax" in code
-    assert code.rstrip().endswith("softmax.softmax_kernel = softmax_kernel")
+    assert re.search(r"from ninja_gap\.kernels\.softmax import .*\b_row_softmax\b", code)
+    assert code.rstrip().endswith("softmax_kernel = swap_in(softmax, softmax_kernel)")
     # A helper the download defined itself is not imported over it.
     assert (
         "_row_softmax"
         not in downloads.live_code(kernels, {"_row_softmax"}, SOURCES, ()).split("@triton.jit")[0]
     )
-    # Launchers and other code are not live: only what Triton compiles.
-    assert (
-        downloads.live_kernels(
-            ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax\n", SOURCES
-        )
-        == []
+    # A launcher, a class, a cached helper shown whole are live too, but not a Gluon
+    # kernel (Triton's interpreter cannot run one) nor code shown by its lines.
+    shown = downloads.live_objects(
+        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax\n\n"
+        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: SoftmaxFunction\n\n"
+        ".. literalinclude:: /kernels/rms_norm.py\n   :pyobject: forward_launch\n\n"
+        ".. literalinclude:: /kernels/attention_gluon.py\n   :pyobject: _unit\n\n"
+        ".. literalinclude:: /kernels/matmul.py\n   :start-at: # Outputs of at least\n"
+        "   :end-at: MAX_SPLIT =\n",
+        SOURCES,
     )
+    assert [(k.name, k.jit) for k in shown] == [
+        ("softmax", False),
+        ("SoftmaxFunction", False),
+        ("forward_launch", False),
+    ]
+    # softmax's launcher is named as its module: the download imports the module as
+    # softmax_module, so that the names do not collide.
+    modules = downloads.module_names(shown)
+    assert modules == {"softmax": "softmax_module", "rms_norm": "rms_norm"}
+    code = downloads.live_code(shown, set(), SOURCES, {"softmax"}, modules)
+    assert "from ninja_gap.kernels import rms_norm, softmax as softmax_module" in code
+    assert "\nsoftmax = swap_in(softmax_module, softmax)\n" in code
+    assert "changes only what you run yourself: SoftmaxFunction, forward_launch." in code
+    assert all(len(line) <= 88 for line in code.split("\n") if line.startswith(("from", "    ")))
+
+
+def test_an_edited_launcher_runs_where_the_page_checks_it() -> None:
+    # The vector addition's launcher, edited in the download to add x to itself, is what
+    # the page's check then runs: through the spec that the module made on import.
+    from kernels import vector_add
+    from kernels.bench import check
+
+    shown = downloads.live_objects(
+        ".. literalinclude:: /kernels/vector_add.py\n   :pyobject: add\n", SOURCES
+    )
+    run = downloads.objects_run(shown, (), SOURCES)
+    code = downloads.live_code(shown, set(), SOURCES, run, downloads.module_names(shown))
+    assert "\nadd = swap_in(vector_add, add)\n" in code
+    launch = "launch(add_tail_apart_kernel, grid, x, y, out, n_elements,"
+    assert code.count(launch) == 1
+    code = code.replace(launch, launch.replace(" y, out", " x, out"))
+    code = code.replace("ninja_gap.kernels", "kernels")
+    saved = dict(vars(vector_add))
+    try:
+        namespace: dict[str, object] = {}
+        exec(compile(code, "download.py", "exec"), namespace)
+        assert vector_add.add is namespace["add"]
+        assert vector_add.BENCHMARK.triton is vector_add.add is vector_add.FP16_BENCHMARK.triton
+        with pytest.raises(Exception, match="relative error"):
+            check(vector_add.BENCHMARK, 1000)
+    finally:
+        vars(vector_add).update(saved)
+    check(vector_add.BENCHMARK, 1000)  # the course's own again
 
 
 def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
     # vector_add's launcher runs add_tail_apart_kernel; add_kernel is the first version.
-    assert downloads.called_kernels("vector_add", SOURCES) == {"add_tail_apart_kernel"}
+    # (and AddFunction, through the launcher; the launcher itself through BENCHMARK).
+    assert downloads.called_objects("vector_add", SOURCES) >= {"add_tail_apart_kernel", "add"}
+    assert "add_kernel" not in downloads.called_objects("vector_add", SOURCES)
     # A kernel wrapped in triton.autotune when its module is imported runs through its
     # wrapper (the download hands its version to the wrapper: test below).
     assert downloads.autotuned("matmul", SOURCES)["matmul_kernel"] == ["tuned_matmul_kernel"]
-    assert "matmul_kernel" in downloads.called_kernels("matmul", SOURCES)
+    assert "matmul_kernel" in downloads.called_objects("matmul", SOURCES)
     # So does a kernel that a called kernel calls: grouped_tile, through the kernel that
     # draws matmul's tile order.
-    assert downloads.called_kernels("matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
+    assert downloads.called_objects("matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
     # The download's own code: a launch or a call runs a kernel, an inspection does not.
     code = "k1[grid](x)\nm.k2[grid](x)\nrun(k3)\nm.k4(x)\nprint(m.k5.arg_names)\n"
     assert {"k1", "k2", "k3", "k4"} <= downloads.script_names(code)
     assert "k5" not in downloads.script_names(code)
     # A helper from another module runs where a kernel the download defines and runs
     # calls it (the download's kernel looks it up among the download's own names).
-    shown = downloads.live_kernels(
+    shown = downloads.live_objects(
         ".. literalinclude:: /kernels/online_softmax.py\n   :pyobject: online_max_and_sum\n\n"
         ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_looped_kernel\n",
         SOURCES,
     )
     assert [kernel.name for kernel in shown] == ["online_max_and_sum", "softmax_looped_kernel"]
-    assert downloads.kernels_run(shown[:1], set(), SOURCES) == set()
-    assert downloads.kernels_run(shown, set(), SOURCES) == {kernel.name for kernel in shown}
+    assert downloads.objects_run(shown[:1], set(), SOURCES) == set()
+    assert downloads.objects_run(shown, set(), SOURCES) == {kernel.name for kernel in shown}
 
 
 def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
@@ -232,11 +282,20 @@ def test_every_downloaded_script_runs_outside_the_clone(
     sums = "total = x.to(tl.float32) + y.to(tl.float32)"
     head, tail = text.split("\ndef add_tail_apart_kernel(")
     assert sums in head and sums in tail.split("\ndef ")[0]  # add_kernel's, and the launcher's
-    assert "only your own launches: add_kernel." in text
+    assert "changes only what you run yourself: add_kernel." in text
     edited = tmp_path / "edited" / added.name
     edited.parent.mkdir()
     tail = tail.replace(sums, sums.replace(" + ", " - "), 1)
     edited.write_text(f"{head}\ndef add_tail_apart_kernel({tail}", encoding="utf-8")
+    result = subprocess.run([sys.executable, str(edited)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode != 0 and "relative error" in result.stdout + result.stderr, (
+        result.stdout[-2000:] + result.stderr[-2000:]
+    )
+    # So is the launcher: made to pass x twice, the page's check fails as well.
+    launch = "launch(add_tail_apart_kernel, grid, x, y, out, n_elements,"
+    assert text.count(launch) == 1
+    edited.write_text(text.replace(launch, launch.replace(" y, out", " x, out")), encoding="utf-8")
     result = subprocess.run([sys.executable, str(edited)], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode != 0 and "relative error" in result.stdout + result.stderr, (
@@ -252,11 +311,11 @@ def test_an_edited_autotuned_kernel_runs_through_its_wrapper() -> None:
 
     from kernels import matmul
 
-    shown = downloads.live_kernels(
+    shown = downloads.live_objects(
         ".. literalinclude:: /kernels/matmul.py\n   :pyobject: matmul_kernel\n", SOURCES
     )
-    code = downloads.live_code(shown, set(), SOURCES, downloads.kernels_run(shown, (), SOURCES))
-    assert "matmul.tuned_matmul_kernel.fn = matmul_kernel" in code
+    code = downloads.live_code(shown, set(), SOURCES, downloads.objects_run(shown, (), SOURCES))
+    assert "matmul_kernel = swap_in(matmul, matmul_kernel)" in code
     store = "tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)"
     assert code.count(store) == 1
     code = code.replace(store, store.replace("acc.to", "(2 * acc).to"))

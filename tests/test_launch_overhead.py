@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import matplotlib
 import pytest
 import torch
-from records import LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
+from records import COMMIT, LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels import (
@@ -224,11 +224,12 @@ def test_a_stale_record_fails_naming_what_changed(
 ) -> None:
     files = dict(launch_record.launch_overhead_code().files)
     files["kernels/softmax.py"] = "0000000000000000"
-    doc = launch_doc(code={"fingerprint": "0", "commit": "abc", "files": files})
+    doc = launch_doc(code={"fingerprint": "0", "commit": COMMIT, "files": files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(
         measurements.StaleMeasurementError,
-        match=r"launch_overhead\.json is stale: .*\(kernels/softmax\.py changed since commit abc",
+        match=rf"launch_overhead\.json is stale: .*\(kernels/softmax\.py changed since "
+        rf"commit {COMMIT}",
     ):
         launch_record.recorded_launch_overhead()
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
@@ -239,7 +240,7 @@ def test_a_current_record_is_drawn(no_records: Path, monkeypatch: pytest.MonkeyP
     # The stand-in record times three launchers: a course of those three.
     monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys(LAUNCHERS))
     code = launch_record.launch_overhead_code()
-    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "abc", "files": code.files})
+    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": COMMIT, "files": code.files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
     record = launch_record.launch_overhead_or_load()
     assert not record.placeholder and not record.fresh and record.x == tuple(LAUNCHERS)
@@ -252,7 +253,7 @@ def test_a_record_that_misses_a_launcher_of_the_course_is_refused(
     # the lesson's sentences silently left it out.
     monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys([*LAUNCHERS, "swiglu"]))
     code = launch_record.launch_overhead_code()
-    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "abc", "files": code.files})
+    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": COMMIT, "files": code.files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(measurements.MeasurementError, match=r"missing \['swiglu'\]"):
         launch_record.recorded_launch_overhead()
@@ -380,8 +381,9 @@ def test_a_launcher_no_graph_can_hold_has_no_graph_time_and_the_reason(
     )
     monkeypatch.setattr(launch_record, "interpreted", lambda: False)
     monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: costs[:2])
-    # A clean commit, whatever state the working tree is in: the record is only saved.
-    monkeypatch.setattr(launch_record.fingerprint, "commit", lambda: "0123456789ab")
+    # A clean commit of HEAD's history, whatever state the working tree is in: the record
+    # is saved and loaded back.
+    monkeypatch.setattr(launch_record.fingerprint, "commit", lambda: COMMIT)
     environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
     monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-04"})
     record = launch_record.measure_launch_overhead()

@@ -35,6 +35,24 @@ def test_row_sums_writes_into_out_and_takes_no_rows() -> None:
     assert loops.row_sums(matrix(0, 5)).shape == (0,)
 
 
+def test_writing_into_out_counts_as_an_in_place_write_for_autograd() -> None:
+    # A graph that saved ``out`` for its backward must refuse the new values, as it does
+    # after PyTorch's own torch.sum(x, dim=1, out=out); an out that wants a gradient, or
+    # that overlaps x in part, is refused.
+    x = matrix(3, 40)
+    weight = torch.ones(3, device=DEVICE, requires_grad=True)
+    out = torch.zeros(3, device=DEVICE)
+    product = (weight * out).sum()  # saves out, the gradient of weight
+    loops.row_sums(x, "loop", out=out)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        product.backward()
+    with pytest.raises(RuntimeError, match="out requires grad"):
+        loops.row_sums(x, out=torch.zeros(3, device=DEVICE, requires_grad=True))
+    wide = matrix(3, 40).float()
+    with pytest.raises(ValueError, match="out overlaps x"):
+        loops.row_sums(wide, out=wide.view(-1)[1:4])
+
+
 def test_a_tile_folds_to_row_sums_and_column_maxima_with_masked_lanes_left_out() -> None:
     # 3 x 5 in a 4 x 8 tile: the masked lanes must count as 0 in a sum and as minus
     # infinity in a maximum; all values negative, so a masked 0 would win a maximum.

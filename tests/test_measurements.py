@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from records import CEILING, X, records_folder, sample, sample_doc
+from records import CEILING, X, launch_doc, records_folder, sample, sample_doc
 
-from kernels import launch_cost, measurements
-from kernels.bench import discover, load_current
+from kernels import fingerprint, launch_cost, measurements, shards
+from kernels.bench import discover, load_current, stale_report
 from kernels.launch_record import load_current_launch_overhead
+from kernels.measurements import MeasurementError
 
 # Every GPU's records.
 FILES = sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))
@@ -405,5 +406,216 @@ def test_a_record_whose_gpu_name_holds_markup_is_refused(
     doc = sample_doc()
     doc["environment"]["gpu"] = "NVIDIA H200<script>"
     (folder / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(measurements.MeasurementError, match="cannot name a records folder"):
+    # Before, the error did not say which file.
+    with pytest.raises(
+        measurements.MeasurementError,
+        match=r"vector_add\.json: 'environment\.gpu': cannot name a records folder",
+    ):
         measurements.load("vector_add")
+
+
+# ---- What the loaders refuse besides the contract --------------------------------------
+
+
+def _committed(name: str) -> dict:
+    """The primary GPU's committed record of ``name``, as its file's JSON object."""
+    return json.loads(measurements.path_for(name).read_text(encoding="utf-8"))
+
+
+def _folder_of(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, docs: dict[str, dict], gpu: str | None = None
+) -> Path:
+    """A records folder of ``gpu`` (the primary's name by default), made the primary, that
+    holds ``docs`` by benchmark name."""
+    folder = records_folder(monkeypatch, tmp_path, gpu or measurements.PRIMARY_GPU)
+    for name, doc in docs.items():
+        (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("check", [[], "ok", 3, None], ids=["list", "string", "number", "null"])
+def test_a_check_that_is_not_an_object_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, check: object
+) -> None:
+    # Before: an AttributeError from bench's `.get("check", {}).get(...)`, out of the
+    # loaders and out of --stale.
+    doc = {**_committed("vector_add"), "check": check}
+    _folder_of(monkeypatch, tmp_path, {"vector_add": doc})
+    with pytest.raises(MeasurementError, match=r"vector_add\.json: 'check' must be an object"):
+        load_current(BENCHMARKS["vector_add"])
+    problems = stale_report({"vector_add": BENCHMARKS["vector_add"]}, launch_overhead=False)
+    assert any("vector_add.json: 'check' must be an object" in line for line in problems)
+
+
+def test_a_timing_that_is_not_an_object_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The shard plan reads `timing.measured_s` as the check's error is read: before, a
+    # list there was an AttributeError out of `--list`.
+    doc = {**_committed("vector_add"), "timing": []}
+    _folder_of(monkeypatch, tmp_path, {"vector_add": doc})
+    with pytest.raises(MeasurementError, match=r"vector_add\.json: 'timing' must be an object"):
+        load_current(BENCHMARKS["vector_add"])
+    assert shards.measured_seconds("vector_add") is None
+    with pytest.raises(MeasurementError, match=r"^x\.json: 'timing' must be an object"):
+        measurements.launch_overhead_from_json(launch_doc(timing="fast"), "x.json")
+
+
+def test_sizes_written_as_floats_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # 16777216.0 equals the spec's 16777216, so the spec's check let it through.
+    doc = _committed("vector_add")
+    doc["x"] = [float(size) for size in doc["x"]]
+    with pytest.raises(MeasurementError, match="'x' must be a non-empty list of positive integ"):
+        measurements.from_json(doc, "vector_add.json")
+    _folder_of(monkeypatch, tmp_path, {"vector_add": doc})
+    with pytest.raises(MeasurementError, match=r"vector_add\.json: 'x' must be a non-empty list"):
+        load_current(BENCHMARKS["vector_add"])
+
+
+@pytest.mark.parametrize("key", ["ceiling.value", "series.Triton.0", "x.0"])
+def test_a_number_too_large_for_a_float_is_refused_by_name(key: str) -> None:
+    # Before: math.isfinite raised OverflowError on an integer of 400 digits.
+    doc = sample_doc()
+    *parents, last = key.split(".")
+    target = doc
+    for part in parents:
+        target = target[part]
+    target[int(last) if isinstance(target, list) else last] = 10**400
+    with pytest.raises(MeasurementError, match=r"^sample\.json: "):
+        measurements.from_json(doc, "sample.json")
+
+
+@pytest.mark.parametrize("device", ["cpu", "CPU", "Intel Xeon CPU"])
+def test_a_record_made_on_a_cpu_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, device: str
+) -> None:
+    # Before, a record of "cpu" in a folder cpu/ was read, and drawn as another GPU's tab.
+    doc = _committed("vector_add")
+    doc["environment"]["gpu"] = device
+    with pytest.raises(MeasurementError, match="is a CPU"):
+        measurements.gpu_slug(device)
+    _folder_of(monkeypatch, tmp_path, {"vector_add": doc}, gpu="cpu")
+    with pytest.raises(MeasurementError, match=r"cpu/vector_add\.json: 'environment\.gpu'.* CPU"):
+        load_current(BENCHMARKS["vector_add"], "cpu")
+
+
+def test_one_folder_holds_the_records_of_one_gpu_named_alike(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # "NVIDIA H100" and "NVIDIA H100 80GB HBM3" share the folder h100; before, the folder
+    # was drawn as one GPU's set.
+    add, drop = _committed("vector_add"), _committed("dropout")
+    named = add["environment"]["gpu"]
+    drop["environment"]["gpu"] = "NVIDIA H100"
+    _folder_of(monkeypatch, tmp_path, {"vector_add": add, "dropout": drop})
+    for name, gpu, other, other_gpu in (
+        ("vector_add", named, "dropout", "NVIDIA H100"),
+        ("dropout", "NVIDIA H100", "vector_add", named),
+    ):
+        with pytest.raises(
+            MeasurementError,
+            match=rf"{name}\.json: recorded on the {gpu!r}, but .*{other}\.json in the same "
+            rf"folder on the {other_gpu!r}",
+        ):
+            load_current(BENCHMARKS[name])
+    problems = stale_report(
+        {name: BENCHMARKS[name] for name in ("vector_add", "dropout")}, launch_overhead=False
+    )
+    assert sum("in the same folder" in line for line in problems) == 2, problems
+
+
+def test_a_malformed_neighbour_does_not_refuse_a_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A file that is no record is refused on its own; its neighbours are still drawn.
+    folder = _folder_of(monkeypatch, tmp_path, {"vector_add": _committed("vector_add")})
+    (folder / "dropout.json").write_text("{", encoding="utf-8")
+    assert load_current(BENCHMARKS["vector_add"]).benchmark == "vector_add"
+
+
+@pytest.fixture
+def history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git asked as in a clone: skipped where this checkout lacks the history its records
+    were measured in (a copy of the sources), and $NINJA_GAP_COMMIT unset."""
+    monkeypatch.delenv(fingerprint.COMMIT_VARIABLE, raising=False)
+    if fingerprint.in_history(_committed("vector_add")["code"]["commit"]) is None:
+        pytest.skip("no git history here to ask")
+
+
+@pytest.mark.usefixtures("history")
+@pytest.mark.parametrize("name", ["vector_add", measurements.LAUNCH_OVERHEAD])
+def test_a_record_whose_commit_is_not_in_the_history_is_refused_by_the_loaders(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    # Before, the loaders drew it (the build too); only --stale said so.
+    doc = _committed(name)
+    doc["code"]["commit"] = "0123456789ab"
+    _folder_of(monkeypatch, tmp_path, {name: doc})
+
+    def load() -> measurements.Record:
+        if name == measurements.LAUNCH_OVERHEAD:
+            return load_current_launch_overhead()
+        return load_current(BENCHMARKS[name])
+
+    with pytest.raises(
+        MeasurementError,
+        match=rf"{name}\.json: recorded at commit 0123456789ab, which is not in the history "
+        "of this checkout's HEAD",
+    ):
+        load()
+    # A runner given a working tree without its history names the commit it measured in
+    # $NINJA_GAP_COMMIT: there is no history to ask, so nothing is refused.
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "0123456789ab")
+    assert load().code.commit == "0123456789ab"
+
+
+@pytest.mark.usefixtures("history")
+def test_the_loaders_ask_git_once_per_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A build loads some thirty records of a commit or two.
+    asked: list[list[str]] = []
+    run = fingerprint.subprocess.run
+
+    def counted(args: list[str], **kwargs: object) -> object:
+        asked.append(list(args))
+        return run(args, **kwargs)
+
+    fingerprint.forget_history()
+    monkeypatch.setattr(fingerprint.subprocess, "run", counted)
+    for _round in range(2):
+        for spec in BENCHMARKS.values():
+            load_current(spec)
+        load_current_launch_overhead()
+    commits = {measurements.read(path).code.commit for path in FILES}
+    assert sum("merge-base" in args for args in asked) == len(commits)
+    assert sum("--is-shallow-repository" in args for args in asked) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value", "shown"),
+    [
+        ("dropout", "p", 0.1, "0.1"),
+        ("dropout", "p", "0.5", "'0.5'"),
+        ("dropout", "p", KeyError, "None"),
+        ("flash_attention", "causal", 0, "0"),
+        ("flash_attention", "heads", 16, "16"),
+    ],
+    ids=["other-value", "string", "missing", "int-for-bool", "other-heads"],
+)
+def test_a_record_of_other_fixed_dimensions_than_its_spec_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, key: str, value: object, shown: str
+) -> None:
+    # The pages read a record's fixed dimensions (the roofline counts attention's bytes
+    # from its heads); before, a record that disagreed with its spec there was drawn.
+    doc = _committed(name)
+    if value is KeyError:
+        del doc[key]
+    else:
+        doc[key] = value
+    _folder_of(monkeypatch, tmp_path, {name: doc})
+    with pytest.raises(
+        MeasurementError,
+        match=rf"{name}\.json: {key!r} is {re.escape(shown)}; the benchmark's spec",
+    ):
+        load_current(BENCHMARKS[name])

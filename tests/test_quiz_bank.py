@@ -213,6 +213,31 @@ MALFORMED = {
         "      - text: B\n        why: Not so.\n",
         r"unknown key 'extra', 1 ",
     ),
+    # Before: a TypeError (unhashable type) from the check for repeated keys, which the
+    # build reported as a crash of Sphinx's.
+    "a key that is a list": (
+        "questions:\n  - id: q1\n    [1, 2]: x\n    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"question 'q1' \(#1\): a key is a list",
+    ),
+    "a key that is a mapping": (
+        "questions:\n  - id: q1\n    question: Which?\n    {a: 1}: x\n    options:" + GOOD_OPTIONS,
+        r"question 'q1' \(#1\): a key is a mapping",
+    ),
+    "an explicit key that is a list": (
+        "questions:\n  - id: q1\n    question: Which?\n    ? [a, b]\n    : c\n    options:"
+        + GOOD_OPTIONS,
+        r"question 'q1' \(#1\): a key is a list",
+    ),
+    "an option key that is a list": (
+        "questions:\n  - id: q1\n    question: Which?\n    options:\n"
+        "      - text: A\n        correct: true\n        why: So.\n        [x]: y\n"
+        "      - text: B\n        why: Not so.\n",
+        r"question 'q1' \(#1\), option 1: a key is a list",
+    ),
+    "a top-level key that is a list": (
+        "? [a, b]\n: c\nquestions:\n  - id: q1\n    question: Which?\n    options:" + GOOD_OPTIONS,
+        r"a key is a list, where it must be a word \(allowed: questions\)",
+    ),
 }
 
 
@@ -222,6 +247,40 @@ def test_malformed_bank_is_rejected_with_file_and_question(tmp_path: Path, case:
     path = tmp_path / "broken.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(QuizBankError, match=re.escape(str(path)) + ".*" + message):
+        load_bank(path)
+
+
+# The line (1-based) each error names: the key at fault, or the option or question
+# where the key is missing or its value wrong as a whole.
+LINES = {
+    "no correct option": 4,  # the options' key
+    "more options than letters": 4,
+    "missing why": 5,  # option 1
+    "missing question text": 2,  # the question
+    "missing id": 2,
+    "an id in capitals": 2,  # the id's key
+    "unknown question key": 4,
+    "unknown option key": 8,
+    "correct that is not a boolean": 6,
+    "a control character": 3,
+    "an id used twice": 10,  # the second question
+    "a repeated key": 10,
+    "a key that is a list": 3,
+    "a key that is a mapping": 4,
+    "an explicit key that is a list": 4,
+    "an option key that is a list": 8,
+    "a top-level key that is a list": 1,
+    "not YAML": 2,
+}
+
+
+@pytest.mark.parametrize("case", LINES, ids=list(LINES))
+def test_an_error_names_the_line_of_the_bank_where_it_is(tmp_path: Path, case: str) -> None:
+    # Before: the file and the question's number only, to be counted by hand.
+    text, message = MALFORMED[case]
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(QuizBankError, match=re.escape(f"{path}:{LINES[case]}: ") + ".*" + message):
         load_bank(path)
 
 

@@ -35,13 +35,19 @@ questions:
 """
 
 
-def build(project: Path, page: str, bank: str) -> subprocess.CompletedProcess[str]:
-    """Build a project with one page (``index.rst`` or ``index.md``) and ``quiz/demo.yaml``."""
+def build(
+    project: Path, page: str, bank: str, translation: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Build a project with one page (``index.rst`` or ``index.md``) and ``quiz/demo.yaml``;
+    given a ``translation`` of the bank, its Russian edition, with ``quiz/ru/demo.yaml``."""
     (project / "quiz").mkdir(parents=True)
     (project / "quiz" / "demo.yaml").write_text(bank, encoding="utf-8")
-    (project / "conf.py").write_text(
-        'extensions = ["myst_parser", "quiz"]\nroot_doc = "index"\n', encoding="utf-8"
-    )
+    conf = 'extensions = ["myst_parser", "quiz"]\nroot_doc = "index"\n'
+    if translation is not None:
+        (project / "quiz" / "ru").mkdir()
+        (project / "quiz" / "ru" / "demo.yaml").write_text(translation, encoding="utf-8")
+        conf += 'language = "ru"\n'
+    (project / "conf.py").write_text(conf, encoding="utf-8")
     name = "index.md" if page.startswith("#") else "index.rst"
     (project / name).write_text(page, encoding="utf-8")
     env = {
@@ -111,8 +117,28 @@ def test_malformed_bank_fails_the_build_naming_file_and_question(tmp_path: Path)
     result = build(tmp_path, "Quiz\n====\n\n.. quiz:: demo\n", broken)
     assert result.returncode != 0
     # A located error (the page and the directive's line), not a crash with a traceback.
-    assert re.search(r"index\.rst:4: ERROR: .*demo\.yaml: question 'second' \(#2\): no option "
-                     r"is marked", result.stderr)  # fmt: skip
+    # The bank's line too: the options of question 'second'.
+    assert re.search(r"index\.rst:4: ERROR: .*demo\.yaml:15: question 'second' \(#2\): no "
+                     r"option is marked", result.stderr)  # fmt: skip
+    assert "Traceback" not in result.stderr and "Please also report" not in result.stderr
+
+
+def _swapped(bank: str) -> str:
+    """``bank`` (two questions, 'first' and 'second') with its questions in the other order."""
+    head, questions = bank.split("  - id: first")
+    first, second = questions.split("  - id: second")
+    return f"{head}  - id: second{second}  - id: first{first}"
+
+
+def test_a_translation_out_of_order_fails_the_build_naming_file_line_and_question(
+    tmp_path: Path,
+) -> None:
+    result = build(tmp_path, "Quiz\n====\n\n.. quiz:: demo\n", BANK, translation=_swapped(BANK))
+    assert result.returncode != 0
+    # Line 3 of the translation holds question 'second', where the original has 'first'.
+    assert re.search(r"index\.rst:4: ERROR: .*ru/demo\.yaml:3: question 'second' \(#1\): the "
+                     r"original has 'first' here; keep the original's order",
+                     result.stderr), result.stderr  # fmt: skip
     assert "Traceback" not in result.stderr and "Please also report" not in result.stderr
 
 
@@ -224,3 +250,28 @@ def test_a_page_id_equal_to_a_question_s_anchor_fails_the_build(
     assert (result.returncode != 0) == clash, result.stderr
     message = "the anchor 'quiz-demo-first' of a quiz question is also the id of another"
     assert (message in result.stderr) == clash
+
+
+@pytest.mark.parametrize(
+    ("page", "clash"),
+    [
+        ('Quiz\n====\n\n.. raw:: html\n\n   <div id="quiz-demo-first"></div>\n\n'
+         ".. quiz:: demo\n", "quiz-demo-first"),
+        ('# Quiz\n\n<div id="quiz-demo-first">Notes</div>\n\n```{quiz} demo\n```\n',
+         "quiz-demo-first"),
+        ("# Quiz\n\nSee <span ID='quiz-demo-second'>here</span>.\n\n```{quiz} demo\n```\n",
+         "quiz-demo-second"),
+        ('# Quiz\n\n<div id="demo" class="quiz-demo-first">Notes</div>\n\n```{quiz} demo\n```\n',
+         None),
+    ],
+    ids=["rst-raw", "myst-html-block", "myst-inline-html", "no-clash"],
+)  # fmt: skip
+def test_an_id_in_raw_html_equal_to_a_question_s_anchor_fails_the_build(
+    tmp_path: Path, page: str, clash: str | None
+) -> None:
+    # Before: the check read only the ids of docutils nodes, and the page held two
+    # elements with one id while the -W build passed.
+    result = build(tmp_path, page, BANK)
+    assert (result.returncode != 0) == bool(clash), result.stderr
+    message = f"the anchor {clash!r} of a quiz question is also the id of another"
+    assert (message in result.stderr) == bool(clash), result.stderr

@@ -178,3 +178,17 @@ def test_a_rival_table_judges_one_series_against_the_fastest_other_triton_includ
 def test_a_rival_table_of_a_draft_says_there_is_none() -> None:
     table = report.rival_table(placeholder(vector_add.BENCHMARK, "no record"), "Triton", 1.0)
     assert table.rows == [] and "not measured yet" in table.caption[0]
+
+
+def test_a_russian_table_names_its_metric_and_size_in_russian(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: "Triton GB/s" and an attention table's "sequence length" headed the
+    # Russian edition's tables, in English.
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    table = results_table(sample(), min_work=0, baseline_goal=1.0)
+    assert table.header[:3] == ["N", "МБ/вызов", "Triton, ГБ/с"]  # noqa: RUF001
+    assert messages.translated("sequence length") == "длина последовательности"
+    assert messages.translated("TFLOP/s") == "TFLOP/s"
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
+    assert results_table(sample(), min_work=0).header[:3] == ["N", "MB/call", "Triton GB/s"]

@@ -1,15 +1,17 @@
 """A generated sweep, as a careless or a hostile user would try the course: every launcher
 on inputs of every kind (dtypes, layouts, views, values, shapes), records mutated key by
-key, quiz banks mutated likewise. Each case either gives the right answer (compared with
-float64 on the CPU) or a clear error raised by the course's own code (a named type, a
-message, the raise in ``kernels/`` or ``quiz/``): never a wrong answer, and never a
-traceback from inside Triton, PyTorch or YAML. Inputs are small, so that the sweep's
+key (read, and loaded as the build loads them, in a copy of a GPU's folder), quiz banks
+mutated likewise. Each case either gives the right answer (compared with float64 on the
+CPU) or a clear error raised by the course's own code (a named type, a message, the
+raise in ``kernels/`` or ``quiz/``): never a wrong answer, and never a traceback from
+inside Triton, PyTorch or YAML. Inputs are small, so that the sweep's
 cases run in Triton's interpreter in well under two minutes."""
 
 import copy
 import itertools
 import json
 import math
+import shutil
 import traceback
 import warnings
 from collections.abc import Callable
@@ -25,8 +27,10 @@ from records import sample_doc
 
 from kernels import (
     attention,
+    bench,
     cross_entropy,
     dropout,
+    fingerprint,
     layer_norm,
     matmul,
     measurements,
@@ -35,7 +39,7 @@ from kernels import (
     swiglu,
     vector_add,
 )
-from quiz.bank import QuizBankError, load_bank
+from quiz.bank import BANK_KEYS, OPTION_KEYS, QUESTION_KEYS, QuizBankError, load_bank
 
 # Where a clear error may come from: the course's checks, not a library's insides.
 OWN_CODE = (str(ROOT / "kernels"), str(ROOT / "quiz"))
@@ -267,33 +271,61 @@ def test_a_launcher_at_an_awkward_shape(name: str, shapes: tuple) -> None:
 # ---- Records --------------------------------------------------------------------------
 
 
-def _record_mutations() -> list[tuple[str, Any]]:
-    """(label, document or raw text) of records mutated one key at a time."""
-    base = sample_doc()
-    wrong_values: list[Any] = [None, "text", -1, 0, 1.5, [], {}, [None], True,
-                               float("nan"), "<b>markup</b>"]  # fmt: skip
+# Values a careless or hostile edit puts where a record holds something else.
+WRONG_VALUES: list[Any] = [None, "text", -1, 0, 1.5, [], {}, [None], True, float("nan"),
+                           "<b>markup</b>"]  # fmt: skip
+
+
+def _changed(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of ``base`` with the value at the dotted ``path`` ("series.Triton.0") set."""
+    doc = copy.deepcopy(base)
+    *parents, last = path.split(".")
+    target: Any = doc
+    for part in parents:
+        target = target[int(part)] if isinstance(target, list) else target[part]
+    target[int(last) if isinstance(target, list) else last] = value
+    return doc
+
+
+def _audited(base: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The mutations of ``base`` that an audit found drawn, or escaping as a traceback
+    from elsewhere: the build's loader must refuse each of them by name."""
+    return {
+        "check as a list": _changed(base, "check", []),
+        "check as the word ok": _changed(base, "check", "ok"),
+        "timing as a list": _changed(base, "timing", []),
+        "x as floats": _changed(base, "x", [float(size) for size in base["x"]]),
+        "a GPU named cpu": _changed(base, "environment.gpu", "cpu"),
+        "a GPU name with markup": _changed(base, "environment.gpu", "NVIDIA H100<script>"),
+        "a commit not in the history": _changed(base, "code.commit", "0123456789ab"),
+        "a -dirty commit": _changed(base, "code.commit", base["code"]["commit"] + "-dirty"),
+        "a ceiling of 400 digits": _changed(base, "ceiling.value", 10**400),
+        "a rate of 400 digits": _changed(base, "series.Triton.0", 10**400),
+    }
+
+
+def _record_mutations(base: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(label, document or raw text) of ``base`` mutated one key at a time, and the
+    audit's mutations."""
     mutations: list[tuple[str, Any]] = []
     for key in base:
         doc = copy.deepcopy(base)
         del doc[key]
         mutations.append((f"no {key}", doc))
-        for value in wrong_values:
-            doc = copy.deepcopy(base)
-            doc[key] = value
-            mutations.append((f"{key}={value!r:.20}", doc))
+        for value in WRONG_VALUES:
+            mutations.append((f"{key}={value!r:.20}", _changed(base, key, value)))
     for key in ("series", "call_series"):
-        for value in wrong_values:
-            doc = copy.deepcopy(base)
-            doc[key]["Triton"] = [value] * len(doc["x"])
-            mutations.append((f"{key}.Triton=[{value!r:.20}]", doc))
-    for key in ("ceiling", "code", "environment", "timing"):
+        for value in WRONG_VALUES:
+            rates = [value] * len(base["x"])
+            mutations.append((f"{key}.Triton=[{value!r:.20}]",
+                              _changed(base, f"{key}.Triton", rates)))  # fmt: skip
+    for key in ("ceiling", "code", "environment", "timing", "check"):
         if not isinstance(base.get(key), dict):
             continue
         for inner in base[key]:
-            for value in wrong_values[:6]:
-                doc = copy.deepcopy(base)
-                doc[key][inner] = value
-                mutations.append((f"{key}.{inner}={value!r:.20}", doc))
+            for value in WRONG_VALUES[:6]:
+                mutations.append((f"{key}.{inner}={value!r:.20}",
+                                  _changed(base, f"{key}.{inner}", value)))  # fmt: skip
     text = json.dumps(base)
     # A number of 5,000 digits (json.dumps cannot write one; a file can hold one).
     huge = "1" + "0" * 5000
@@ -304,21 +336,27 @@ def _record_mutations() -> list[tuple[str, Any]]:
     mutations.append(("duplicate key", text.replace('"metric"', '"metric": "GB/s", "metric"', 1)))
     mutations.append(("not UTF-8", b"\xff\xfe" + text.encode()))
     mutations.append(("a list", "[]"))
-    return mutations
+    return mutations + list(_audited(base).items())
 
 
-RECORD_CASES = _record_mutations()
-
-
-@pytest.mark.parametrize("label, doc", RECORD_CASES, ids=[label for label, _ in RECORD_CASES])
-def test_a_mutated_record_is_read_or_refused_by_name(tmp_path: Path, label: str, doc) -> None:
-    path = tmp_path / "vector_add.json"
+def _write(path: Path, doc: Any) -> None:
+    """Write a mutated record: bytes and text as they are, anything else as JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(doc, bytes):
         path.write_bytes(doc)
     elif isinstance(doc, str):
         path.write_text(doc, encoding="utf-8")
     else:
         path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+RECORD_CASES = _record_mutations(sample_doc())
+
+
+@pytest.mark.parametrize("label, doc", RECORD_CASES, ids=[label for label, _ in RECORD_CASES])
+def test_a_mutated_record_is_read_or_refused_by_name(tmp_path: Path, label: str, doc) -> None:
+    path = tmp_path / "vector_add.json"
+    _write(path, doc)
     try:
         measurements.read(path)
     except measurements.MeasurementError as error:
@@ -327,9 +365,66 @@ def test_a_mutated_record_is_read_or_refused_by_name(tmp_path: Path, label: str,
         pytest.fail(f"{label}: {type(error).__name__}: {error}")
 
 
+# The primary GPU's folder as committed, whose vector_add record the build's loader is
+# given mutated, in a copy of the folder.
+COMMITTED = measurements.gpu_dir()
+BASE = json.loads((COMMITTED / "vector_add.json").read_text(encoding="utf-8"))
+AUDITED = _audited(BASE)
+
+
+def _beside_another_gpu_name() -> dict[str, Any]:
+    # One folder, two names of one GPU model: a record beside one that names its GPU
+    # otherwise ("NVIDIA H100" beside "NVIDIA H100 80GB HBM3").
+    neighbour = json.loads((COMMITTED / "dropout.json").read_text(encoding="utf-8"))
+    other = "NVIDIA H100" if BASE["environment"]["gpu"] != "NVIDIA H100" else "NVIDIA H100 PCIe"
+    return {"dropout.json": _changed(neighbour, "environment.gpu", other)}
+
+
+# (label, the folder's name, its files that differ from the committed folder's).
+LOADER_CASES = [
+    (label, "cpu" if label == "a GPU named cpu" else COMMITTED.name, {"vector_add.json": doc})
+    for label, doc in _record_mutations(BASE)
+] + [("beside another GPU's name", COMMITTED.name, _beside_another_gpu_name())]
+MUST_REFUSE = {*AUDITED, "beside another GPU's name"}
+
+
+@pytest.mark.parametrize("label, folder, files", LOADER_CASES,
+                         ids=[label for label, _, _ in LOADER_CASES])  # fmt: skip
+def test_a_mutated_record_is_drawn_or_refused_by_name_by_the_build_s_loader(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, label: str, folder: str, files: dict
+) -> None:
+    # What the build draws goes through bench.load_current, which adds the spec's, the
+    # folder's, git's and the ceiling's checks to the reader's: any of them may meet
+    # what the reader let through.
+    shutil.copytree(COMMITTED, tmp_path / folder)
+    for name, doc in files.items():
+        _write(tmp_path / folder / name, doc)
+    monkeypatch.setattr(measurements, "MEASUREMENTS_ROOT", tmp_path)
+    monkeypatch.delenv(fingerprint.COMMIT_VARIABLE, raising=False)
+    try:
+        bench.load_current(vector_add.BENCHMARK, folder)
+    except measurements.MeasurementError as error:
+        assert f"{folder}/vector_add.json" in str(error), f"{label}: {error}"
+        return
+    except Exception as error:  # anything else is a traceback the build would show
+        pytest.fail(f"{label}: {type(error).__name__}: {error}")
+    # Drawn: none of the audit's mutations may be; the history is asked only in a clone.
+    if label == "a commit not in the history" and fingerprint.in_history("0" * 12) is None:
+        return
+    assert label not in MUST_REFUSE, f"{label}: drawn"
+
+
 # ---- Quiz banks -----------------------------------------------------------------------
 
 BANK = ROOT / "quiz" / "intro.yaml"
+
+
+def _explicit_key(text: str, key: str) -> str:
+    """``text`` with its first ``key:`` written as YAML's explicit key ``? [key]``, a list,
+    its colon on the next line under the question mark."""
+    at = text.index(f"{key}:")
+    column = at - text.rfind("\n", 0, at) - 1
+    return text[:at] + f"? [{key}]\n" + " " * column + text[at + len(key) :]
 
 
 def _bank_mutations() -> list[tuple[str, str]]:
@@ -340,6 +435,12 @@ def _bank_mutations() -> list[tuple[str, str]]:
     keys = sorted({line.split(":")[0].strip(" -") for line in lines if ":" in line})
     for key, value in itertools.product(keys, ("[1, 2]", "{a: 1}", "3", "null", '"\\e"')):
         mutations.append((f"{key}: {value}", text.replace(f"{key}:", f"{key}: {value} #", 1)))
+    # Each key of a bank written as no word: YAML reads it as a list or a mapping, which
+    # Python cannot hold as a key (such keys once escaped as a TypeError).
+    bank_keys = sorted(BANK_KEYS | QUESTION_KEYS | OPTION_KEYS)
+    for key, odd_key in itertools.product(bank_keys, ("[1, 2]", "{a: 1}")):
+        mutations.append((f"{odd_key} for {key}", text.replace(f"{key}:", f"{odd_key}:", 1)))
+    mutations += [(f"? [{key}]", _explicit_key(text, key)) for key in bank_keys]
     mutations += [(f"cut at {n}", text[:n]) for n in (0, 5, len(text) // 3, len(text) // 2)]
     mutations.append(("tab indentation", text.replace("  ", "\t")))
     mutations.append(("anchor alias", "a: &a [1]\nb: *a\n" + text))
@@ -362,5 +463,5 @@ def test_a_mutated_bank_is_read_or_refused_by_name(tmp_path: Path, label: str, t
 
 
 def test_the_sweep_holds_at_least_a_thousand_cases() -> None:
-    cases = LAUNCHER_CASES + SHAPE_CASES + RECORD_CASES + BANK_CASES
+    cases = LAUNCHER_CASES + SHAPE_CASES + RECORD_CASES + LOADER_CASES + BANK_CASES
     assert len(cases) >= 1000

@@ -63,6 +63,25 @@ def test_every_message_of_every_page_is_translated(page: str) -> None:
         assert not message.fuzzy, f"{page}: the translation of {message.id!r} is fuzzy"
 
 
+# A number whose digits are grouped by plain spaces ("50 257"): the Russian edition
+# groups them with no-break spaces, as kernels.messages.number writes them, so that a
+# number never breaks across lines on a phone.
+SPACED_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?: \d{3})+(?!\d)")
+
+
+@pytest.mark.parametrize("page", pages())
+def test_russian_numbers_group_their_digits_with_no_break_spaces(page: str) -> None:
+    for message in catalog(page):
+        found = SPACED_NUMBER.findall(message.string or "")
+        assert not found, f"{page}: {found} in the translation of {message.id[:60]!r}"
+
+
+def test_russian_banks_group_their_digits_with_no_break_spaces() -> None:
+    for path in sorted((ROOT / "quiz" / "ru").glob("*.yaml")):
+        found = SPACED_NUMBER.findall(path.read_text(encoding="utf-8"))
+        assert not found, f"{path.name}: {found}"
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "quiz").glob("*.yaml")))
 def test_every_bank_has_a_translation_that_matches_it(name: str) -> None:
     original = load_bank(ROOT / "quiz" / f"{name}.yaml")
@@ -94,26 +113,41 @@ ORIGINAL = """questions:
 """
 
 
+def _swapped(bank: str) -> str:
+    """``bank`` (ORIGINAL) with its two questions in the other order."""
+    at = bank.index("  - id: second")
+    return "questions:\n" + bank[at:] + bank[len("questions:\n") : at]
+
+
+# Each error names the translation's line where the question is there (the line of the
+# original's question where it is missing), then the question.
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (lambda b: b.replace("  - id: second", "  - id: other"),
-         "'other' \\(#2\\): .* has no question"),
-        (lambda b: b[: b.index("  - id: second")], "'second' .* is missing"),
+         ":7: question 'other' \\(#2\\): .* has no question"),
+        (lambda b: b[: b.index("  - id: second")],
+         ": question 'second' \\(#2 at .*bank.yaml:7\\) is missing"),
         (lambda b: b.replace("{text: b, why: w, correct: true}", "{text: b, why: w}")
          .replace("{text: a, why: w}", "{text: a, why: w, correct: true}", 1),
-         "'first' \\(#1\\): option 1 is marked correct, but in the original option 2"),
+         ":2: question 'first' \\(#1\\): option 1 is marked correct, but in the original "
+         "option 2"),
         (lambda b: b.replace("      - {text: b, why: w}\n", "      - {text: b, why: w}\n"
-                             "      - {text: c, why: w}\n"), "'second' \\(#2\\): 3 options"),
+                             "      - {text: c, why: w}\n"),
+         ":7: question 'second' \\(#2\\): 3 options"),
+        (_swapped, ":2: question 'second' \\(#1\\): the original has 'first' here; keep the "
+                   "original's order"),
     ],
+    ids=["an-added-question", "a-missing-question", "another-correct-option",
+         "another-number-of-options", "another-order"],
 )  # fmt: skip
-def test_a_translation_that_does_not_match_names_file_and_question(
+def test_a_translation_that_does_not_match_names_file_line_and_question(
     tmp_path: Path, edit: object, expected: str
 ) -> None:
     original = load_bank(_write(tmp_path / "bank.yaml", ORIGINAL))
     (tmp_path / "ru").mkdir()
     translated = _write(tmp_path / "ru" / "bank.yaml", edit(ORIGINAL))  # type: ignore[operator]
-    with pytest.raises(QuizBankError, match=f"ru/bank.yaml: question {expected}"):
+    with pytest.raises(QuizBankError, match=f"ru/bank.yaml{expected}"):
         load_translation(translated, original)
 
 

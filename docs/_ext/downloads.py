@@ -8,16 +8,18 @@ sphinx-gallery offers each example's own text for download, so a download would 
 ``.. quiz:: name`` where it shows the quiz. Once the site is written, this module
 rewrites the copies under ``_downloads/``: the sources and the pages stay as they are.
 
-A kernel that a page shows (a ``@triton.jit`` function) becomes live code in the
-download: defined there, from its module's source at build time, with what it needs
-imported from the installed course, and then set on its module, so that the course's
-launchers and the harness, imported from the package, call it. Editing it in the
-download changes what runs, and the download says so only where that is true: for a
-kernel that the module's own code calls when it runs (or the script does), directly or
-through the ``triton.autotune`` wrapper the module made when imported (the download
-hands its version to the wrapper). A kernel the launchers do not call (a first version
-that the page improves on) is defined for the reader to read and launch, and its note
-says that nothing else runs it. Launchers and other code stay text.
+A kernel that a page shows (a ``@triton.jit`` function), and a launcher or another
+function or class it shows whole, becomes live code in the download: defined there, from
+its module's source at build time, with what it needs imported from the installed course,
+and then handed to its module (:func:`kernels.swap.swap_in`), so that the course's
+launchers, benchmark specs and harness, imported from the package, call it. Editing it in
+the download changes what runs, and the download says so only where that is true: for an
+object that the module's own code reaches by name when it runs (or the script does),
+directly, through a benchmark spec or through the ``triton.autotune`` wrapper the module
+made when imported (``swap_in`` hands its version to those). One that nothing calls (a
+first version that the page improves on) is defined for the reader to read and run, and
+its note says that nothing else runs it. Code shown in part (lines, not a whole object)
+stays text.
 """
 
 import ast
@@ -27,7 +29,7 @@ import json
 import re
 import symtable
 import zipfile
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,16 +69,16 @@ _DOCSTRING = re.compile(r'\A"""(.*?)"""', re.DOTALL)
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _OPTION = re.compile(r"^[ ]*:([\w-]+):[ ]*(.*)$", re.MULTILINE)
 
-# Where a page shows a kernel, its download says where the kernel's code went.
+# Where a page shows a kernel or launcher, its download says where its code went.
 LIVE_NOTE = (
     "(``{name}``, from ``{path}``, is defined in the code below: edit it there, and "
     "everything after it runs your version.)"
 )
-# A shown kernel that nothing in the course calls at run time: the note says so.
+# A shown object that nothing in the course calls at run time: the note says so.
 OWN_NOTE = (
-    "(``{name}``, from ``{path}``, is defined in the code below for you to read and launch "
-    "yourself: the course's launchers do not call it, so an edit changes only your own "
-    "launches.)"
+    "(``{name}``, from ``{path}``, is defined in the code below for you to read and run "
+    "yourself: the course's own code does not call it, so an edit changes only what you "
+    "run yourself.)"
 )
 # Appended to a downloaded script: run from a terminal, it saves what it drew.
 SAVE_FIGURES = """# %%
@@ -126,8 +128,8 @@ def expand_directives(
 ) -> str:
     """``rst`` with each literalinclude replaced by the code it includes (a code block,
     or a Markdown fence if ``fenced``) and each quiz by its questions; an included
-    kernel named in ``live``, which the download defines as code, by a note saying so,
-    and whether an edit changes what the course runs (``run``: the kernels it calls)."""
+    object named in ``live``, which the download defines as code, by a note saying so,
+    and whether an edit changes what the course runs (``run``: what it calls)."""
 
     def replace(match: re.Match[str]) -> str:
         indent = match.group("indent")
@@ -159,17 +161,32 @@ def installed_imports(code: str) -> str:
 
 
 @dataclass(frozen=True)
-class LiveKernel:
-    """A ``@triton.jit`` function that a page shows (``literalinclude`` of ``:pyobject:``)
-    from ``kernels/<module>.py``: a download defines it as code, not as text."""
+class LiveObject:
+    """A function, class or ``@triton.jit`` kernel that a page shows (``literalinclude``
+    of ``:pyobject:``) from ``kernels/<module>.py``: a download defines it as code, not as
+    text. ``jit`` says whether it is a kernel: a kernel reads its global names from the
+    download (Triton looks them up when it compiles), anything else from its module once
+    handed over (:func:`kernels.swap.swap_in`)."""
 
     module: str
     name: str
     code: str
+    jit: bool
+
+
+# What a download may define for the reader to edit: a kernel, a plain function or one
+# cached with functools, a class. Anything else the module makes of a function when
+# imported (a Gluon kernel, a registered operator) stays text.
+_JIT = ("triton.jit",)
+_PLAIN = ("functools.cache", "functools.lru_cache", "staticmethod", "classmethod")
 
 
 def _module_tree(module: str, sources: Sources) -> ast.Module:
     return ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
+
+
+def _decorated_with(node: ast.AST, prefixes: tuple[str, ...]) -> bool:
+    return any(ast.unparse(d).startswith(prefixes) for d in getattr(node, "decorator_list", ()))
 
 
 def _jit_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -177,9 +194,20 @@ def _jit_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {
         node.name: node
         for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and any(ast.unparse(d).startswith("triton.jit") for d in node.decorator_list)
+        if isinstance(node, ast.FunctionDef) and _decorated_with(node, _JIT)
     }
+
+
+def _definitions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.ClassDef]:
+    # The module's top-level functions, classes and kernels that a download may define.
+    found: dict[str, ast.FunctionDef | ast.ClassDef] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef | ast.ClassDef):
+            continue
+        decorators = [ast.unparse(d) for d in node.decorator_list]
+        if all(d.startswith(_PLAIN) for d in decorators) or _decorated_with(node, _JIT):
+            found[node.name] = node
+    return found
 
 
 def _loaded_names(node: ast.AST) -> set[str]:
@@ -189,10 +217,20 @@ def _loaded_names(node: ast.AST) -> set[str]:
 def autotuned(module: str, sources: Sources) -> dict[str, list[str]]:
     """For each kernel of ``kernels/<module>.py`` that the module wraps when imported
     (``tuned = triton.autotune(...)(kernel)``), the names of its wrappers. A wrapper
-    holds the kernel it was given (``tuned.fn``): a download hands its own version to
-    the wrapper, whose configurations stay."""
+    holds the kernel it was given (``tuned.fn``), and :func:`kernels.swap.swap_in` hands
+    it the download's version, whose configurations stay."""
     tree = _module_tree(module, sources)
     return _wrappers(tree, _jit_functions(tree))
+
+
+def _wrapper_made(value: ast.AST) -> bool:
+    # ``triton.autotune(...)(kernel)`` or ``triton.heuristics(...)(kernel)``.
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Call)  # a decorator made, then applied
+        and ast.unparse(value.func.func) in ("triton.autotune", "triton.heuristics")
+        and len(value.args) == 1
+    )
 
 
 def _wrappers(tree: ast.Module, jit: Collection[str]) -> dict[str, list[str]]:
@@ -203,48 +241,59 @@ def _wrappers(tree: ast.Module, jit: Collection[str]) -> dict[str, list[str]]:
         target, value = node.targets[0], node.value
         wrapped = (
             isinstance(target, ast.Name)
-            and isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Call)  # a decorator made, then applied
-            and ast.unparse(value.func.func) == "triton.autotune"
-            and len(value.args) == 1
-            and isinstance(value.args[0], ast.Name)
-            and value.args[0].id in jit
+            and _wrapper_made(value)
+            and isinstance(value.args[0], ast.Name)  # type: ignore[attr-defined]
+            and value.args[0].id in jit  # type: ignore[attr-defined]
         )
         if wrapped:
-            wrappers.setdefault(value.args[0].id, []).append(target.id)
+            wrappers.setdefault(value.args[0].id, []).append(target.id)  # type: ignore[attr-defined]
     return wrappers
 
 
-def called_kernels(module: str, sources: Sources) -> set[str]:
-    """The ``@triton.jit`` functions of ``kernels/<module>.py`` that the module's own
-    code reaches when it runs: named in the body of a function Triton does not compile
-    (a launcher looks its kernel up in the module at each call), directly or through
-    the kernel's ``triton.autotune`` wrapper (:func:`autotuned`), or in the body of a
-    kernel so reached (Triton looks up what a kernel calls when it compiles). A kernel
-    named only at import time (a table of kernels) or not at all is not among them:
-    setting a new version on the module changes nothing that runs."""
+def _handed_over(node: ast.stmt) -> bool:
+    # A top-level statement whose objects swap_in rewires: a benchmark spec (made, or
+    # made from another), a Triton wrapper.
+    value = getattr(node, "value", None)
+    if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(value, ast.Call):
+        return False
+    made = ast.unparse(value.func)
+    return made in ("BenchmarkSpec", "dataclasses.replace") or _wrapper_made(value)
+
+
+def called_objects(module: str, sources: Sources) -> set[str]:
+    """The functions, classes and ``@triton.jit`` kernels of ``kernels/<module>.py`` that
+    the module's own code reaches by name when it runs, so that a version handed to the
+    module (:func:`kernels.swap.swap_in`) runs in its place: named in the body of a
+    function or class that Triton does not compile (such code looks its names up in the
+    module at each call), in a benchmark spec or a ``triton.autotune`` wrapper made at
+    import (``swap_in`` hands them the new version), or in the body of a kernel so
+    reached (Triton looks up what a kernel calls when it compiles). One named only at
+    import otherwise (a table of kernels) or not at all is not among them: handing a new
+    version to the module changes nothing that runs."""
     tree = _module_tree(module, sources)
     jit = _jit_functions(tree)
-    through = {w: kernel for kernel, ws in _wrappers(tree, jit).items() for w in ws}
+    defined = _definitions(tree).keys()
     todo: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name not in jit:
             for statement in node.body:  # the body runs at call time, decorators at import
-                named = _loaded_names(statement)
-                todo |= (named & jit.keys()) | {through[n] for n in named & through.keys()}
+                todo |= _loaded_names(statement) & defined
+        elif _handed_over(node):
+            todo |= _loaded_names(node) & defined
     called: set[str] = set()
     while todo:
         name = todo.pop()
         if name not in called:
             called.add(name)
-            todo |= {n for s in jit[name].body for n in _loaded_names(s)} & jit.keys()
+            if name in jit:
+                todo |= {n for s in jit[name].body for n in _loaded_names(s)} & jit.keys()
     return called
 
 
 def script_names(code: str) -> set[str]:
-    """The kernels that a script's or notebook's own code may run: the global names it
-    reads (the download's own definitions), and the attributes it launches
-    (``module.kernel[grid]``) or calls; not one it only inspects
+    """The kernels and functions that a script's or notebook's own code may run: the
+    global names it reads (the download's own definitions), and the attributes it
+    launches (``module.kernel[grid]``) or calls; not one it only inspects
     (``module.kernel.arg_names``)."""
     tree = ast.parse(code)
     run = [n.value for n in ast.walk(tree) if isinstance(n, ast.Subscript)]
@@ -252,9 +301,10 @@ def script_names(code: str) -> set[str]:
     return _loaded_names(tree) | {n.attr for n in run if isinstance(n, ast.Attribute)}
 
 
-def live_kernels(rst: str, sources: Sources) -> list[LiveKernel]:
-    """The kernels that ``rst`` (a run of a script's prose) includes at its top level,
-    not inside a dropdown or another directive: those a download defines as code."""
+def live_objects(rst: str, sources: Sources) -> list[LiveObject]:
+    """The functions, classes and kernels that ``rst`` (a run of a script's prose)
+    includes whole at its top level, not inside a dropdown or another directive: those a
+    download defines as code."""
     found = []
     for match in _DIRECTIVE.finditer(rst):
         options = dict(_OPTION.findall(match.group("options")))
@@ -265,16 +315,18 @@ def live_kernels(rst: str, sources: Sources) -> list[LiveKernel]:
         name = options.get("pyobject", "")
         if not module or set(options) != {"pyobject"}:
             continue
-        if name in _jit_functions(_module_tree(module.group(1), sources)):
+        definition = _definitions(_module_tree(module.group(1), sources)).get(name)
+        if definition is not None:
             code = included_code(match.group("argument"), options, sources).rstrip("\n")
-            found.append(LiveKernel(module.group(1), name, code))
+            jit = _decorated_with(definition, _JIT)
+            found.append(LiveObject(module.group(1), name, code, jit))
     return found
 
 
 def _module_bindings(module: str, sources: Sources) -> dict[str, str]:
     """For each name that ``kernels/<module>.py`` binds at its top level, the import
     that gives a download the same object."""
-    tree = ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
+    tree = _module_tree(module, sources)
     bindings: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
@@ -304,76 +356,128 @@ def _module_bindings(module: str, sources: Sources) -> dict[str, str]:
 
 
 def _free_names(code: str) -> list[str]:
-    # The global names that a function's code reads, its decorator's included.
-    top = symtable.symtable(code, "<kernel>", "exec")
-    function = top.get_children()[0]
+    # The global names that a function's or class's code reads: its decorators', its
+    # bases', and those of every function inside it (methods, lambdas, comprehensions).
+    top = symtable.symtable(code, "<shown>", "exec")
+    (table,) = top.get_children()
     names = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_referenced()}
-    names |= set(function.get_globals())
-    names |= {name for child in function.get_children() for name in child.get_globals()}
-    return sorted(names - set(dir(builtins)) - {function.get_name()})
+
+    def read(scope: symtable.SymbolTable) -> None:
+        if isinstance(scope, symtable.Function):
+            names.update(scope.get_globals())
+        else:  # a class body: what it reads and does not assign
+            names.update(
+                s.get_name()
+                for s in scope.get_symbols()
+                if s.is_referenced() and not s.is_assigned()
+            )
+        for child in scope.get_children():
+            read(child)
+
+    read(table)
+    return sorted(names - set(dir(builtins)) - {table.get_name()})
 
 
-def kernels_run(kernels: list[LiveKernel], launched: Collection[str], sources: Sources) -> set[str]:
-    """Of the kernels a download defines, those that run when it runs, so that an edit
-    changes what the page's launchers and checks compute: the kernels the course's own
-    code calls at run time (:func:`called_kernels`), those the download's code names
+def objects_run(objects: list[LiveObject], launched: Collection[str], sources: Sources) -> set[str]:
+    """Of the objects a download defines, those that run when it runs, so that an edit
+    changes what the page's launchers and checks compute: those the course's own code
+    reaches by name at run time (:func:`called_objects`), those the download's code names
     itself (``launched``, see :func:`script_names`), and what a kernel so run calls (a
     kernel defined in the download looks up what it calls among the download's names)."""
-    shown = {kernel.name: kernel for kernel in kernels}
-    called = {module: called_kernels(module, sources) for module in {k.module for k in kernels}}
-    run = {k.name for k in kernels if k.name in launched or k.name in called[k.module]}
-    todo = list(run)
+    shown = {item.name: item for item in objects}
+    called = {module: called_objects(module, sources) for module in {o.module for o in objects}}
+    run = {o.name for o in objects if o.name in launched or o.name in called[o.module]}
+    todo = [name for name in run if shown[name].jit]
     while todo:
         for name in _free_names(shown[todo.pop()].code):
             if name in shown and name not in run:
                 run.add(name)
-                todo.append(name)
+                if shown[name].jit:
+                    todo.append(name)
     return run
 
 
+def module_names(objects: Collection[LiveObject]) -> dict[str, str]:
+    """The name a download gives each module of ``objects`` when it imports it: the
+    module's own, unless the download defines or imports something of that name
+    (softmax's launcher ``softmax``, layer_norm's ``column_sums`` function), then
+    ``<module>_module``."""
+    taken = {item.name for item in objects}
+    taken |= {name for item in objects for name in _free_names(item.code)}
+    return {
+        item.module: f"{item.module}_module" if item.module in taken else item.module
+        for item in objects
+    }
+
+
 def live_code(
-    kernels: list[LiveKernel], defined: set[str], sources: Sources, run: Collection[str]
+    objects: list[LiveObject],
+    defined: set[str],
+    sources: Sources,
+    run: Collection[str],
+    modules: Mapping[str, str] | None = None,
 ) -> str:
-    """The code that defines ``kernels`` in a download, with what they need imported
-    (names in ``defined``, kernels the download defined before, are its own), then
-    hands each that runs (``run``, see :func:`kernels_run`) to its module, so that the
-    course's launchers call it; the others are the reader's to launch, and it says so."""
+    """The code that defines ``objects`` in a download, with what they need imported
+    (names in ``defined``, which the download defined before, are its own), then hands
+    each that runs (``run``, see :func:`objects_run`) to its module, so that the course's
+    own code runs it; the others are the reader's to run, and it says so. ``modules``
+    names the modules as the download imports them (:func:`module_names`)."""
+    modules = modules or {}
+    here = {item.name for item in objects}  # defined in this block: not imported
     imports: list[str] = []
-    for kernel in kernels:
-        bindings = _module_bindings(kernel.module, sources)
-        for name in _free_names(kernel.code):
-            if name not in defined and name in bindings and bindings[name] not in imports:
+    for item in objects:
+        bindings = _module_bindings(item.module, sources)
+        for name in _free_names(item.code):
+            if name not in defined | here and name in bindings:
                 imports.append(bindings[name])
-        imports.append(f"from ninja_gap.kernels import {kernel.module}")
-        defined.add(kernel.name)
-    lines = list(dict.fromkeys(imports))
-    for kernel in kernels:
-        lines += ["", "", kernel.code]
+        alias = modules.get(item.module, item.module)
+        imported = f"from ninja_gap.kernels import {item.module}"
+        imports.append(imported + (f" as {alias}" if alias != item.module else ""))
+    defined |= here
+    called = [item for item in objects if item.name in run]
+    explained = "swap_in" in defined  # an earlier block imported it and said what it does
+    if called and not explained:
+        imports.append("from ninja_gap.kernels.swap import swap_in")
+        defined.add("swap_in")
+    lines = _grouped(imports)
+    for item in objects:
+        lines += ["", "", item.code]
     lines += ["", ""]
-    called = [kernel for kernel in kernels if kernel.name in run]
-    own = [kernel.name for kernel in kernels if kernel.name not in run]
+    own = [item.name for item in objects if item.name not in run]
     if own:
-        lines.append("# Yours to launch: the course's launchers do not call these, so an edit")
-        lines.append(f"# changes only your own launches: {', '.join(own)}.")
-    if called:
+        lines.append("# Yours to run: the course's own code does not call these, so an edit")
+        lines.append(f"# changes only what you run yourself: {', '.join(own)}.")
+    if called and explained:
+        lines.append("# The course's own code runs these from here on (swap_in, as above).")
+    elif called:
         lines.append("# From here on the course's own code runs the definitions above: edit one,")
-        lines.append("# and the cells below run your version.")
-        lines += [f"{kernel.module}.{kernel.name} = {kernel.name}" for kernel in called]
-        tuners = {module: autotuned(module, sources) for module in {k.module for k in called}}
-        wrapped = [
-            (kernel, wrapper)
-            for kernel in called
-            for wrapper in tuners[kernel.module].get(kernel.name, [])
-        ]
-        if wrapped:
-            lines.append(
-                "# The launchers run some through triton.autotune wrappers, made on import:"
-            )
-            lines.append("# each runs your version now, with its configurations, tuned again.")
-        for kernel, wrapper in wrapped:
-            lines.append(f"{kernel.module}.{wrapper}.fn = {kernel.name}")
-            lines.append(f"{kernel.module}.{wrapper}.cache.clear()")
+        lines.append("# and the cells below run your version. swap_in puts each in its module in")
+        lines.append("# place of the course's, and wherever the module holds it (its benchmark")
+        lines.append("# specs, its autotune wrappers); a function or class then reads its other")
+        lines.append("# names from the module (hand over a helper you add in the same way).")
+    for item in called:
+        alias = modules.get(item.module, item.module)
+        lines.append(f"{item.name} = swap_in({alias}, {item.name})")
     return "\n".join(lines) + "\n"
+
+
+def _grouped(imports: list[str]) -> list[str]:
+    # Import lines as a reader writes them: plain imports first, then one line for each
+    # module that names are taken from, names in order (ruff's isort style, roughly).
+    plain = sorted({line for line in imports if line.startswith("import ")})
+    taken: dict[str, set[str]] = {}
+    for line in imports:
+        if line.startswith("from "):
+            source, names = line.removeprefix("from ").split(" import ", 1)
+            taken.setdefault(source, set()).add(names)
+    lines = plain
+    for source, names in sorted(taken.items()):
+        ordered = sorted(names, key=str.lower)
+        line = f"from {source} import {', '.join(ordered)}"
+        if len(line) > 88:  # the pages' width: one name a line, as ruff format writes it
+            line = "\n".join([f"from {source} import (", *(f"    {n}," for n in ordered), ")"])
+        lines.append(line)
+    return lines
 
 
 def _script_parts(source: str) -> list[tuple[bool, str]]:
@@ -396,9 +500,9 @@ def _script_parts(source: str) -> list[tuple[bool, str]]:
 
 def whole_script(source: str, sources: Sources) -> str:
     """A gallery script as a reader downloads it: directives in its prose expanded, the
-    kernels it shows defined as code after the prose (handed to their modules, so that
-    an edit changes what runs), what the page displays printed, figures saved at the
-    end."""
+    kernels and launchers it shows defined as code after the prose (handed to their
+    modules, so that an edit changes what runs), what the page displays printed,
+    figures saved at the end."""
     out = []
     docstring = _DOCSTRING.match(source)
     if docstring:
@@ -407,28 +511,30 @@ def whole_script(source: str, sources: Sources) -> str:
         out.append('"""' + body.replace('"""', '\\"\\"\\"') + '"""')
         source = source[docstring.end() :].removeprefix("\n")
 
-    # Each run of prose with the kernels it shows, found once for both passes below.
+    # Each run of prose with the objects it shows, found once for both passes below.
     parts = [
-        (text, live_kernels(text, sources) if prose else None)
+        (text, live_objects(text, sources) if prose else None)
         for prose, text in _script_parts(source)
     ]
-    shown = [kernel for _, kernels in parts for kernel in kernels or ()]
-    run = kernels_run(shown, script_names(source), sources)
+    shown = [item for _, objects in parts for item in objects or ()]
+    run = objects_run(shown, script_names(source), sources)
+    modules = module_names(shown)
     defined: set[str] = set()
-    for text, kernels in parts:
-        if kernels is None:
+    for text, objects in parts:
+        if objects is None:
             # A bare name on a line of its own is what the page displays (a result
             # table); a script run from a terminal prints it instead.
             line = f"print({text})" if _BARE_NAME.fullmatch(text) else text
             out.append(installed_imports(line))
             continue
         # A run of comment lines is prose: expanded, and put back as comments. The
-        # kernels it shows follow it as code.
-        live = {kernel.name for kernel in kernels}
+        # objects it shows follow it as code.
+        live = {item.name for item in objects}
         expanded = expand_directives(text, sources, fenced=False, live=live, run=run)
         out.extend(f"# {line}".rstrip() for line in expanded.rstrip("\n").split("\n"))
-        if kernels:
-            out.extend(["", live_code(kernels, defined, sources, run).rstrip("\n"), ""])
+        if objects:
+            code = live_code(objects, defined, sources, run, modules)
+            out.extend(["", code.rstrip("\n"), ""])
     script = "\n".join(out).rstrip("\n") + "\n"
     # A file rewritten by an earlier build keeps its one copy.
     return script if script.endswith(SAVE_FIGURES) else f"{script}\n\n{SAVE_FIGURES}"
@@ -436,29 +542,30 @@ def whole_script(source: str, sources: Sources) -> str:
 
 def whole_notebook(source: str, sources: Sources) -> str:
     """A gallery notebook as a reader downloads it: directives in its Markdown cells
-    expanded, and the kernels they show defined in a code cell after them."""
+    expanded, and the kernels and launchers they show defined in a code cell after
+    them."""
     notebook = json.loads(source)
     cells, defined = [], set()
-    # The kernels each Markdown cell shows, found once for both passes below.
+    # The objects each Markdown cell shows, found once for both passes below.
     shows = {
-        index: live_kernels("".join(cell["source"]), sources)
+        index: live_objects("".join(cell["source"]), sources)
         for index, cell in enumerate(notebook["cells"])
         if cell["cell_type"] == "markdown"
     }
     own = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
-    run = kernels_run(
-        [k for kernels in shows.values() for k in kernels], script_names(own), sources
-    )
+    shown = [item for objects in shows.values() for item in objects]
+    run = objects_run(shown, script_names(own), sources)
+    modules = module_names(shown)
     for index, cell in enumerate(notebook["cells"]):
         cells.append(cell)
         if cell["cell_type"] == "markdown":
             text = "".join(cell["source"])
-            kernels = shows[index]
-            live = {kernel.name for kernel in kernels}
+            objects = shows[index]
+            live = {item.name for item in objects}
             text = expand_directives(text, sources, fenced=True, live=live, run=run)
             cell["source"] = text.splitlines(keepends=True)
-            if kernels:  # the kernels it shows, as a code cell of their own after it
-                code = live_code(kernels, defined, sources, run).rstrip("\n")
+            if objects:  # the objects it shows, as a code cell of their own after it
+                code = live_code(objects, defined, sources, run, modules).rstrip("\n")
                 cells.append({"cell_type": "code", "execution_count": None, "metadata": {},
                               "outputs": [], "source": code.splitlines(keepends=True)})  # fmt: skip
         elif cell["cell_type"] == "code":
