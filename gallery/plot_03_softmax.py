@@ -93,8 +93,8 @@ a short Triton kernel gets to the speed of a plain copy of the same bytes.
 # for them walks each row in tiles and reads it twice: a first pass finds the maximum and
 # the sum of exponentials, a second pass computes and writes the output. (The
 # :doc:`loops lesson </docs/lessons/07_loops>` builds such a walk step by step on a
-# simpler fold, the row sum, and compares loads issued ahead by hand, as above, with
-# ``tl.range``'s pipelining in the compiled code.)
+# simpler fold, the row sum, and times loads issued ahead by hand, as above, against
+# ``tl.range``'s pipelining.)
 #
 # The first pass uses *online softmax* (Milakov and Gimelshein, 2018; FlashAttention
 # uses it too): the maximum and the sum in a single read. Walking the row tile by tile,

@@ -36,7 +36,7 @@ from .launch import (
     unused_stats,
     warps_for,
 )
-from .row_scale import overflowed, safe_scale, scaled_inverse_root
+from .row_scale import overflowed, rewrite_rows, safe_scale
 from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
@@ -80,17 +80,6 @@ def layer_norm_forward_kernel(
     centred = tl.where(mask, x - mean[:, None], 0.0)
     sum_squares = tl.sum(centred * centred, axis=1)
     rstd = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
-    # Deviations beyond about 1.8e19 overflow their squares (and values beyond about
-    # 1e34 the sum for the mean), not the output: such rows are computed again, each
-    # divided by its largest magnitude first. Rare, so the common case pays one test.
-    too_large = overflowed(sum_squares)
-    if tl.max(too_large.to(tl.int32), axis=0) > 0:
-        scale = safe_scale(tl.max(tl.abs(x), axis=1))
-        mean = tl.where(
-            too_large, tl.sum(x / scale[:, None], axis=1) / n_cols * scale, mean
-        )
-        centred = tl.where(mask, x - mean[:, None], 0.0)
-        rstd = tl.where(too_large, scaled_inverse_root(centred, n_cols, eps), rstd)
     weight = tl.load(weight_ptr + cols, mask=col_mask).to(ACC)
     bias = tl.load(bias_ptr + cols, mask=col_mask).to(ACC)
     y = centred * rstd[:, None] * weight[None, :] + bias[None, :]
@@ -103,6 +92,29 @@ def layer_norm_forward_kernel(
     if STATS:
         tl.store(mean_ptr + rows, mean, mask=row_mask)
         tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+    # Deviations beyond about 1.8e19 overflow their squares (and values beyond about
+    # 1e34 the sum for the mean), not the output: such rows are written again, after
+    # the barrier that orders the two stores (kernels/row_scale.py).
+    rewrite = row_mask & overflowed(sum_squares)
+    if tl.max(rewrite.to(tl.int32), axis=0) > 0:
+        tl.debug_barrier()
+        chunk: tl.constexpr = 64 if BLOCK_SIZE > 64 else BLOCK_SIZE
+        mean, rstd = rewrite_rows(
+            x_ptr,
+            weight_ptr,
+            bias_ptr,
+            out_ptr,
+            rows,
+            rewrite,
+            n_cols,
+            eps,
+            True,
+            ACC,
+            chunk,
+        )
+        if STATS:
+            tl.store(mean_ptr + rows, mean, mask=rewrite)
+            tl.store(rstd_ptr + rows, rstd, mask=rewrite)
 
 
 @triton.jit

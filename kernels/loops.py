@@ -5,7 +5,7 @@ tile is folded in a loop, with a running total carried from one step to the next
 row sums here come in three forms that differ only in how the loop's loads are issued:
 one after another (:func:`row_sums_kernel`), one step ahead by hand
 (:func:`row_sums_prefetch_kernel`), or as many steps ahead as the compiler's pipeliner
-is asked for (:func:`row_sums_pipelined_kernel`).
+is asked for (:func:`row_sums_pipelined_kernel`). The benchmark times the three.
 """
 
 import re
@@ -23,6 +23,7 @@ from .checks import (
 from .compiler_output import compile_for_gpu
 from .direct_launch import launch
 from .launch import row_block
+from .spec import BenchmarkSpec
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -201,3 +202,55 @@ def compiled_loads(
         "cp.async": len(re.findall(r"\bcp\.async\.c[ag]\.shared\.global", ptx)),
         "ld.global": len(re.findall(r"\bld\.global\b", ptx)),
     }
+
+
+def torch_row_sums(x: torch.Tensor) -> torch.Tensor:
+    """The PyTorch reference: ``x.sum(dim=1)``, accumulated and returned in float32."""
+    return x.sum(dim=1, dtype=torch.float32)
+
+
+# Columns of the benchmark's rows: 64 KB of bfloat16 each, 32 steps of the loop. The
+# interpreter, on the CPU, sums shorter rows that no tile divides.
+GPU_COLUMNS = 32768
+INTERPRETER_COLUMNS = 2500
+
+
+def make_inputs(
+    n_rows: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor]:
+    """A random matrix of ``n_rows`` rows (GPU_COLUMNS columns on a GPU)."""
+    columns = GPU_COLUMNS if device.type == "cuda" else INTERPRETER_COLUMNS
+    return (
+        torch.randn(n_rows, columns, dtype=dtype, device=device, generator=generator),
+    )
+
+
+def bytes_moved(n_rows: int, dtype: torch.dtype) -> int:
+    """The fewest bytes one call moves: each value read once, one float32 sum written
+    per row."""
+    return n_rows * (GPU_COLUMNS * dtype.itemsize + 4)
+
+
+BENCHMARK = BenchmarkSpec(
+    name="row_sums_loops",
+    metric="GB/s",
+    x_name="rows",
+    dtype=torch.bfloat16,
+    # From fewer rows than an H100 or H200 has multiprocessors (one program each) to
+    # many programs on each.
+    gpu_sizes=(32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    interpreter_sizes=(1, 3),
+    make_inputs=make_inputs,
+    triton=row_sums,
+    torch_eager=torch_row_sums,
+    work=bytes_moved,
+    baselines={
+        "plain loop": lambda x: row_sums(x, "loop"),
+        "prefetch by hand": lambda x: row_sums(x, "prefetch"),
+        "PyTorch": torch_row_sums,
+    },
+    details={"columns": GPU_COLUMNS, "block_size": BLOCK_SIZE, "stages": STAGES},
+)

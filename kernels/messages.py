@@ -97,10 +97,13 @@ def number(english: str) -> str:
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
     run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
-    launch", "Triton, no copy" and "CUDA graph" are translated."""
+    launch", "Triton, no copy", "CUDA graph" and the loops lesson's "plain loop" and
+    "prefetch by hand" are translated."""
     translated = {
         "bare launch": _("bare launch"),
         "Triton, no copy": _("Triton, no copy"),
         "CUDA graph": _("CUDA graph"),
+        "plain loop": _("plain loop"),
+        "prefetch by hand": _("prefetch by hand"),
     }
     return translated.get(name, name)

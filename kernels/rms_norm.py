@@ -38,7 +38,7 @@ from .launch import (
     unused_stats,
     warps_for,
 )
-from .row_scale import overflowed, safe_scale, scaled_inverse_root
+from .row_scale import overflowed, safe_scale
 from .row_tiles import row_tile
 from .spec import BenchmarkSpec
 
@@ -100,12 +100,13 @@ def rms_norm_kernel(
     # Padding lanes hold zeros, which add nothing to the sum of squares.
     sum_squares = tl.sum(x * x, axis=1)
     inv_rms = 1.0 / tl.sqrt(sum_squares / n_cols + eps)
-    # Values beyond about 1.8e19 overflow their squares, not the output: such rows are
-    # summed again, scaled (read from the cache once more; rare, so x is not kept).
-    too_large = overflowed(sum_squares)
-    if tl.max(too_large.to(tl.int32), axis=0) > 0:
-        again = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        inv_rms = tl.where(too_large, scaled_inverse_root(again, n_cols, eps), inv_rms)
+    # Values beyond about 1.8e19 overflow their squares, not the output (x * inv_rms is
+    # of order 1): such rows' inverse root is taken again, scaled, in narrow tiles.
+    rescale = row_mask & overflowed(sum_squares)
+    if tl.max(rescale.to(tl.int32), axis=0) > 0:
+        chunk: tl.constexpr = 64 if BLOCK_SIZE > 64 else BLOCK_SIZE
+        again = _scaled_inverse_root(x_ptr, rows, rescale, n_cols, eps, ACC, chunk)
+        inv_rms = tl.where(rescale, again, inv_rms)
     # ...and read again, from the cache, for the output. Memory sees one read; the
     # program keeps nothing row-sized across the reduction, so it needs fewer
     # registers and more programs fit on a multiprocessor at once.
@@ -122,6 +123,32 @@ def rms_norm_kernel(
     # forward kernel: one binary serves calls with and without a gradient.
     if STATS:
         tl.store(inv_rms_ptr + rows, inv_rms, mask=row_mask)
+
+
+@triton.jit
+def _scaled_inverse_root(
+    x_ptr, rows, rescale, n_cols, eps, ACC: tl.constexpr, CHUNK: tl.constexpr
+):
+    # 1 / sqrt(mean(x**2) + eps) of the rows where ``rescale`` holds, as
+    # 1 / (s * sqrt(mean((x / s)**2) + eps / s**2)) with s each row's largest magnitude,
+    # so that no square exceeds 1. The rows are read twice in (rows, CHUNK) tiles: a
+    # rare path that held a row-sized tile would raise the registers of every program,
+    # taken or not (Triton 3.6, sm_90a: 40 a thread at 5120 values, where the kernel
+    # without it has 30 and with this one 32).
+    cols = tl.arange(0, CHUNK)
+    largest = tl.zeros(rows.shape, ACC)
+    for start in tl.range(0, n_cols, CHUNK, num_stages=1):
+        mask = rescale[:, None] & (start + cols < n_cols)[None, :]
+        x = tl.load(x_ptr + rows[:, None] * n_cols + start + cols[None, :], mask=mask)
+        largest = tl.maximum(largest, tl.max(tl.abs(x.to(ACC)), axis=1))
+    scale = safe_scale(largest)
+    squares = tl.zeros(rows.shape, ACC)
+    for start in tl.range(0, n_cols, CHUNK, num_stages=1):
+        mask = rescale[:, None] & (start + cols < n_cols)[None, :]
+        offsets = rows[:, None] * n_cols + start + cols[None, :]
+        scaled = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC) / scale[:, None]
+        squares += tl.sum(scaled * scaled, axis=1)
+    return 1.0 / (tl.sqrt(squares / n_cols + eps / (scale * scale)) * scale)
 
 
 @triton.jit
