@@ -189,7 +189,6 @@ def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
     assert "add_kernel" not in downloads.called_objects("vector_add", SOURCES)
     # A kernel wrapped in triton.autotune when its module is imported runs through its
     # wrapper (the download hands its version to the wrapper: test below).
-    assert downloads.autotuned("matmul", SOURCES)["matmul_kernel"] == ["tuned_matmul_kernel"]
     assert "matmul_kernel" in downloads.called_objects("matmul", SOURCES)
     # So does a kernel that a called kernel calls: grouped_tile, through the kernel that
     # draws matmul's tile order.

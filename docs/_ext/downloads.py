@@ -214,15 +214,6 @@ def _loaded_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def autotuned(module: str, sources: Sources) -> dict[str, list[str]]:
-    """For each kernel of ``kernels/<module>.py`` that the module wraps when imported
-    (``tuned = triton.autotune(...)(kernel)``), the names of its wrappers. A wrapper
-    holds the kernel it was given (``tuned.fn``), and :func:`kernels.swap.swap_in` hands
-    it the download's version, whose configurations stay."""
-    tree = _module_tree(module, sources)
-    return _wrappers(tree, _jit_functions(tree))
-
-
 def _wrapper_made(value: ast.AST) -> bool:
     # ``triton.autotune(...)(kernel)`` or ``triton.heuristics(...)(kernel)``.
     return (
@@ -231,23 +222,6 @@ def _wrapper_made(value: ast.AST) -> bool:
         and ast.unparse(value.func.func) in ("triton.autotune", "triton.heuristics")
         and len(value.args) == 1
     )
-
-
-def _wrappers(tree: ast.Module, jit: Collection[str]) -> dict[str, list[str]]:
-    wrappers: dict[str, list[str]] = {}
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        target, value = node.targets[0], node.value
-        wrapped = (
-            isinstance(target, ast.Name)
-            and _wrapper_made(value)
-            and isinstance(value.args[0], ast.Name)  # type: ignore[attr-defined]
-            and value.args[0].id in jit  # type: ignore[attr-defined]
-        )
-        if wrapped:
-            wrappers.setdefault(value.args[0].id, []).append(target.id)  # type: ignore[attr-defined]
-    return wrappers
 
 
 def _handed_over(node: ast.stmt) -> bool:
