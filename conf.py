@@ -27,6 +27,8 @@ copyright = "2026, the Closing the Ninja Gap authors"
 
 extensions = [
     "myst_nb",
+    # The lessons' kernels over encrypted sockets (docs/_ext/kernel_transport.py).
+    "kernel_transport",
     "sphinx_design",
     "sphinx_copybutton",
     "sphinx.ext.intersphinx",
@@ -53,6 +55,8 @@ exclude_patterns = [
     "docs/examples/*.ipynb",
     "docs/examples/*.py",
     "**/.ipynb_checkpoints",
+    # Reviews of the pages, claim by claim: maintainers' records, not pages.
+    "docs/guides/reviews/**",
 ]
 templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static"]

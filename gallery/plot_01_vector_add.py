@@ -84,10 +84,11 @@ same GPU.
 # inputs (the :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`
 # explains the pattern).
 #
-# How many programs run at once? An NVIDIA H200 has 132 *streaming multiprocessors*
-# (SMs), the units that run programs; a program runs on one SM from start to end. The
-# launcher leaves ``num_warps`` at Triton's default of 4, so each program is 4 *warps*
-# (groups of 32 threads that execute together), 128 threads. An SM holds at most 64
+# How many programs run at once? An NVIDIA H100 SXM, the GPU of this page's records,
+# has 132 *streaming multiprocessors* (SMs), the units that run programs, as does an
+# H200; a program runs on one SM from start to end. The launcher leaves ``num_warps``
+# at Triton's default of 4, so each program is 4 *warps* (groups of 32 threads that
+# execute together), 128 threads. An SM holds at most 64
 # warps at a time, so at most 16 of these programs share an SM, and fewer if they need
 # more registers or shared memory than the SM has for 16. A vector of 4,096 elements is
 # 4 programs: at most 4 SMs have work, and at least 128 have none. A vector of 2**28
@@ -116,10 +117,11 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 # Measure it
 # ----------
 #
-# On a GPU, the harness checks every size first, then times the Triton kernel, PyTorch
-# eager (``x + y``) and ``torch.compile`` of the same expression two ways, with the L2
-# cache (the GPU's last level of cache, shared by all SMs) flushed before each call, as
-# the :doc:`lesson on measuring a kernel </docs/lessons/05_measuring>` explains:
+# On a GPU, the harness checks the providers at each size, then times the Triton
+# kernel, PyTorch eager (``x + y``) and ``torch.compile`` of the same expression two
+# ways, with the L2 cache (the GPU's last level of cache, shared by all SMs) flushed
+# before each call, as the :doc:`lesson on measuring a kernel
+# </docs/lessons/05_measuring>` explains:
 #
 # * *kernel time*, the main lines: how long the GPU works on one call, read from the
 #   CUDA profiler, with no time of the host (the Python that prepares and launches the

@@ -120,7 +120,8 @@ for seed in (42, 42, 7):
 # the tile that runs past the end needs it: ``dropout_kernel`` gives every other tile
 # the branch without a mask (``MASKED`` is a ``tl.constexpr``, so each branch is
 # compiled on its own), which loads and stores 16 bytes at a time even when the length
-# is not a multiple of 16, as the vector addition's launcher does.
+# is not a multiple of 16, as ``add_tail_apart_kernel`` on the vector addition page
+# does.
 #
 # Each element costs a quarter of a Philox call, against a whole call per element with
 # ``tl.rand``. The launcher passes ``seed`` as an argument, and the backward pass runs
@@ -240,10 +241,12 @@ table
 #    neighbours, so that each quarter is a run of consecutive elements, loaded and
 #    stored as a plain tile.
 #
-#    **Limits.** The counters are 32-bit integers (the element offsets are 64-bit), so
-#    the launcher refuses tensors of more than ``2**31 - 1`` elements. The seed is a 64-bit integer
-#    from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped and the launcher
-#    passes a scale of zero instead of dividing by zero.
+#    **Limits.** The launcher refuses tensors of more than ``2**31 - 1`` elements
+#    (``MAX_ELEMENTS`` in ``kernels/dropout.py``). The counters do not set that limit:
+#    they are 32-bit integers, but each serves four elements, so they stay below
+#    ``2**31`` up to ``2**33`` elements, and the element offsets are 64-bit. The seed is
+#    a 64-bit integer from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped
+#    and the launcher passes a scale of zero instead of dividing by zero.
 #
 # Exercises
 # ---------

@@ -17,9 +17,10 @@ This unfused version reads the whole matrix five times (for the maximum, the
 subtraction, ``exp``, the sum and the division) and writes it three times. A kernel that
 keeps a row on the chip while it works needs one read and one write. PyTorch's own
 ``torch.softmax``, the baseline timed below, is a single kernel too, and for rows that
-fit in on-chip memory it also reads each row once (see
-``aten/src/ATen/native/cuda/SoftMax.cu`` in PyTorch's source). This page asks how close
-a short Triton kernel gets to the speed of a plain copy of the same bytes.
+fit in its registers or in the 48 KB of shared memory a block gets by default, it also
+reads each row once (see ``aten/src/ATen/native/cuda/SoftMax.cu`` in PyTorch's
+source). This page asks how close a short Triton kernel gets to the speed of a plain
+copy of the same bytes.
 """
 
 # %%
@@ -68,13 +69,13 @@ a short Triton kernel gets to the speed of a plain copy of the same bytes.
 # Rows longer than 16K values: a persistent kernel
 # ------------------------------------------------
 #
-# A program runs on one *multiprocessor* (SM), one of the GPU's compute units (an H200
-# has 132), and the programs running on a multiprocessor share its 65536 32-bit
-# registers. A row of more than 16K values takes a tile of 32K, and 32K float32 values
-# take 32768 registers, half of them; with the program's other values, no second
-# program fits beside it. A program that holds one row does three things in turn: it
-# waits for the row, reduces it, writes it. While it reduces, nothing on its
-# multiprocessor is loading.
+# A program runs on one *multiprocessor* (SM), one of the GPU's compute units (an H100
+# SXM, the GPU of this page's records, has 132, as does an H200), and the programs
+# running on a multiprocessor share its 65536 32-bit registers. A row of more than 16K
+# values takes a tile of 32K, and 32K float32 values take 32768 registers, half of
+# them; with the program's other values, no second program fits beside it. A program
+# that holds one row does three things in turn: it waits for the row, reduces it,
+# writes it. While it reduces, nothing on its multiprocessor is loading.
 #
 # So for these rows the launcher starts a *persistent kernel*: a fixed number of
 # programs, here one per multiprocessor, each looping over many rows (its first row,
@@ -274,10 +275,14 @@ table
 # the same way: what a kernel that only moves those bytes reaches at that size.
 #
 # The "Triton vs it" column is measured; its cause is not, on this page. In PyTorch's
-# source, its softmax reads a row from memory once when the row fits in on-chip memory,
-# and three times (for the maximum, the sum and the output) when it does not. Which of
-# those paths runs at each size, and how much of the ratio that explains, would take a
-# profile of both kernels.
+# source (``host_softmax``), its softmax reads a row once when the row fits in
+# registers, or in the 48 KB of shared memory a block gets by default
+# (``sharedMemPerBlock``) and its length is a multiple of the values in 16 bytes;
+# otherwise it reads the row three times, for the maximum, the sum and the output (the
+# second and third reads may come from L2). In bfloat16, 48 KB hold fewer than 24,576
+# values, so each row length of this page from 32,000 values up takes the path of
+# three reads. How much of the ratio that explains would take a profile of both
+# kernels.
 #
 # The same benchmark in float16, recorded in a file of its own, at a power of two and
 # three vocabularies:
@@ -308,11 +313,11 @@ fp16_table
 # .. literalinclude:: /kernels/softmax.py
 #    :pyobject: softmax_backward_kernel
 #
-# It works on two rows at once, so rows longer than ``BACKWARD_MAX_FUSED_COLS`` values,
-# and rows that leave part of their tile masked from ``BACKWARD_MAX_MASKED_COLS`` on,
-# take ``softmax_backward_looped_kernel`` instead, which walks the row in tiles twice
-# (once for the sum, once for ``dx``) with the eviction hints of the forward pass's
-# looped kernel.
+# It holds two row-length tiles, of ``y`` and of ``dy``, so rows longer than
+# ``BACKWARD_MAX_FUSED_COLS`` values, and rows that leave part of their tile masked from
+# ``BACKWARD_MAX_MASKED_COLS`` on, take ``softmax_backward_looped_kernel`` instead,
+# which walks the row in tiles twice (once for the sum, once for ``dx``) with the
+# eviction hints of the forward pass's looped kernel.
 #
 # The kernels reach autograd, PyTorch's automatic differentiation, through a
 # ``torch.autograd.Function`` (the

@@ -81,6 +81,14 @@ neither.
 # * The weight is loaded once for all the program's rows, and ``weight[None, :]``
 #   lines it up with every row.
 # * The output is cast back to the input's type when it is stored.
+# * A float32 square overflows beyond about 1.8e19, though such a row normalises to
+#   ordinary values. Where a row's sum of squares comes out infinite or NaN,
+#   ``overflowed`` says so, and ``_scaled_inverse_root`` takes that row's ``inv_rms``
+#   again with the row divided by its largest magnitude first (``kernels/row_scale.py``
+#   explains it). A program with no such row skips that branch, and in one that takes
+#   it the other rows keep the ``inv_rms`` they had.
+# * ``STATS`` is on when a backward pass will follow: the kernel then stores each row's
+#   ``inv_rms`` for it (see the backward pass below).
 #
 # The two details: the kernel loads its rows a second time after the reduction, with
 # ``eviction_policy`` hints, and its column mask has ``| EVEN`` in it. Both are
@@ -161,10 +169,11 @@ table
 # Other shapes
 # ------------
 #
-# Two more records, each in a file of its own and each judged the same way. The first
-# keeps the hidden size at 4096 and changes the number of rows, from 1000, about a
-# sixteenth of the rows above, to 65536, four times as many; its table starts where one
-# call moves 16 MB. The second is the benchmark above in float16.
+# Two more records, each in a file of its own. The first keeps the hidden size at 4096
+# and changes the number of rows, from 1000, about a sixteenth of the rows above, to
+# 65536, four times as many; its table starts where one call moves 16 MB and judges
+# only the ratio to the fastest baseline. The second is the benchmark above in
+# float16, judged against both goals.
 
 rows = measure_or_load(rms_norm.ROW_SWEEP_BENCHMARK)
 rows_table = results_table(rows, min_work=16e6, baseline_goal=1.0)
@@ -194,8 +203,8 @@ fp16_table
 # running sums of ``dweight`` in registers; a small second kernel adds up the programs'
 # partial sums. When a gradient is to be computed, the forward pass also stores each
 # row's ``inv_rms``, one number per row; the backward pass reads it instead of summing
-# the row's squares again, so each row costs it one reduction, not two, and the
-# longest rows it keeps in registers need fewer of them:
+# the row's squares again, so each row costs it one reduction, not two (the comment in
+# ``_backward_tile`` gives what that changed in a sweep on an H200):
 #
 # .. literalinclude:: /kernels/rms_norm.py
 #    :pyobject: rms_norm_backward_kernel
@@ -275,13 +284,13 @@ table
 #
 #    **Registers and occupancy.** A *register* is the fastest storage on the GPU, private
 #    to one thread; the values of a tile live in the registers of the threads that hold
-#    it. An SM of an H200 has 65,536 32-bit registers and holds at most 64 warps at a
-#    time. The more registers each thread needs (the *register pressure*), the fewer
-#    programs fit on an SM together: a program of 16 warps (512 threads) that needs 32
-#    registers per thread takes 16,384 registers, so four fit, while at 64 registers per
-#    thread only two do. *Occupancy* is the number of warps an SM holds at once, as a
-#    share of the most it can hold. A memory-bound kernel wants enough warps on each SM
-#    to keep many loads in flight while others wait for memory.
+#    it. An SM of an H100 or an H200 has 65,536 32-bit registers and holds at most 64
+#    warps at a time. The more registers each thread needs (the *register pressure*),
+#    the fewer programs fit on an SM together: a program of 16 warps (512 threads) that
+#    needs 32 registers per thread takes 16,384 registers, so four fit, while at 64
+#    registers per thread only two do. *Occupancy* is the number of warps an SM holds
+#    at once, as a share of the most it can hold. A memory-bound kernel wants enough
+#    warps on each SM to keep many loads in flight while others wait for memory.
 #
 #    **The second load.** Without it, the rows would stay in registers from the first
 #    load, through the reduction, to the output. Loading them again after the

@@ -287,12 +287,13 @@ table
 #    warps (256 threads) gets 80 registers a thread with the mask and 64 with ``EVEN``
 #    (compiled for sm_90, when the kernel took one row per program): a
 #    multiprocessor's 65536 registers hold three such programs with the mask and four
-#    without. In a sweep on an H200 the 8K point ran faster without the mask. Compiled
-#    with Triton 3.9 for sm_90, the masked kernel still takes more registers than the
-#    ``EVEN`` one (79 against 64 to 71, by two ways of counting): the counts depend on
-#    the compiler. The
-#    row mask is another matter: it is the same all along a row, so it does not stop
-#    the compiler from loading neighbouring values of a row with one wide instruction.
+#    without. In a sweep on an H200 the 8K point ran faster without the mask. The kernel
+#    has changed since (among other things, it now writes again the rows whose squares
+#    overflow): compiled with Triton 3.9 for sm_90, at 8K values of a row length that is
+#    a multiple of 16, it takes 64 registers a thread with the mask and 68 with
+#    ``EVEN``. The counts depend on the compiler and on the code. The row mask is
+#    another matter: it is the same all along a row, so it does not stop the compiler
+#    from loading neighbouring values of a row with one wide instruction.
 #
 #    **Why the fused backward kernel stops at** ``FUSED_BACKWARD_MAX_COLS``. At 16384
 #    values the fused kernel would run with 16 warps, 512 threads a program. All 512

@@ -686,14 +686,18 @@ table
 #    That is why the launcher prefers it whenever ``tma_applies``.
 #
 #    **Skinny products.** Tiles of 16 and 32 rows keep the tensor cores from
-#    multiplying padding and narrow tiles give the grid more programs, but the kernel
-#    has no *split-K* variant, in which several programs each sum a part of ``K`` for
-#    the same tile of ``C`` and the partial tiles are added at the end. Split-K gives
-#    more programs to a product that has few tiles even when they are narrow: few rows
-#    and few columns, with a long ``K``. Tiles of fewer than 64 rows are also too short
-#    for Hopper's warp-group instructions, which multiply 64 rows at a time; swapping
-#    the operands (computing ``C^T = B^T A^T``, so that the few rows become the short
-#    side of the instruction) would use them.
+#    multiplying padding and narrow tiles give the grid more programs, but the skinny
+#    products of few rows here (their outputs are below ``PERSISTENT_MIN_OUTPUT``) run
+#    one program per tile, and none of their tiles is split along ``K``. In *split-K*,
+#    several programs each sum a part of ``K`` for the same tile of ``C`` and the
+#    partial tiles are added at the end (the persistent kernel does that only for the
+#    tiles of its last, partial round). Split-K gives more programs to a product that
+#    has few tiles even when they are narrow: few rows and few columns, with a long
+#    ``K``. Tiles of fewer than 64 rows are also too short for Hopper's warp-group
+#    instructions, which multiply 64 rows at a time (compiled for sm_90 with tiles of
+#    16 rows, the kernel uses the older ``mma.sync`` instead); swapping the operands
+#    (computing ``C^T = B^T A^T``, so that the few rows become the short side of the
+#    instruction) would use them.
 #
 # Exercises
 # ---------

@@ -335,10 +335,11 @@ judge(causal_backward, goal=0.85)
 # ------
 #
 # The peak GPU memory that one forward call allocates beyond its inputs, in the same
-# run. The fused kernels need the output and a few numbers per query, which grows with
-# ``N``; the formula in PyTorch needs the N x N scores and probabilities of every head,
-# which grow with ``N^2``. Where it does not fit, its line has a gap and the table says
-# "out of memory".
+# run. The fused kernels need the output, and some of them a few numbers per query (the
+# Triton kernel keeps no log-sum-exp when no gradient is to be computed), which grows
+# with ``N``; the formula in PyTorch needs the N x N scores and probabilities of every
+# head, which grow with ``N^2``. Where it does not fit, its line has a gap and the table
+# says "out of memory".
 
 figure = plot_peak_memory(forward)
 print_peak_memory(forward)

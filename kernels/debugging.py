@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from .compiler_output import compile_for_gpu
+from .messages import _
 
 
 @triton.jit
@@ -52,7 +53,7 @@ def compiler_error(
         compile_for_gpu(kernel, signature, constexprs)
     except RuntimeError as error:
         return "\n".join(str(error).rstrip().splitlines()[-3:])
-    return "compiled without error"
+    return _("compiled without error")
 
 
 def assertion_messages(ttir: str) -> list[str]:

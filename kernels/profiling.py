@@ -42,7 +42,7 @@ RESERVED_SHARED_MEMORY = 1024
 # How CUDA's occupancy calculator (cuda_occupancy.h) hands these out: registers to each
 # warp in units of 256, from one of four sub-partitions that each hold a quarter of the
 # register file; shared memory in units of 128 bytes (the header's unit for compute
-# capability 8.x, the newest it names in the copies read; assumed for 9.0).
+# capabilities 8.x and 9.x, as CUDA 12.6's copy names them).
 REGISTER_UNIT = 256
 SUB_PARTITIONS = 4
 SHARED_MEMORY_UNIT = 128

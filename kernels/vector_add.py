@@ -50,10 +50,10 @@ def add_tail_apart_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.cons
     # add_kernel with the mask only where a tile runs past the end. When the length is
     # not a multiple of 16, Triton cannot tell that the mask is the same for the
     # neighbours one vector instruction would load, and add_kernel loads one element
-    # at a time (the float16 sweep's odd lengths show what that costs). Here every full
-    # tile is loaded without a mask, in vectors; only the last program, when the length
-    # leaves it a partial tile, takes the masked branch. Offsets are 64-bit, so that the
-    # test cannot wrap around for lengths near 2**31.
+    # at a time (the constexpr lesson counts the loads in its compiled code). Here
+    # every full tile is loaded without a mask, in vectors; only the last program, when
+    # the length leaves it a partial tile, takes the masked branch. Offsets are 64-bit,
+    # so that the test cannot wrap around for lengths near 2**31.
     start = tl.program_id(axis=0).to(tl.int64) * BLOCK_SIZE
     offsets = start + tl.arange(0, BLOCK_SIZE)
     if start + BLOCK_SIZE <= n_elements:

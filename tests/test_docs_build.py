@@ -30,9 +30,8 @@ def text_of(html: str) -> str:
 def test_build_succeeds_without_warnings(docs_build: DocsBuild) -> None:
     assert docs_build.returncode == 0, docs_build.log[-5000:]
     assert "build succeeded" in docs_build.log
-    assert not re.search(r"\bWARNING\b", docs_build.log.replace("[IPKernelApp] WARNING", "")), (
-        docs_build.log[-5000:]
-    )
+    # Kernels' own warnings count too (ipykernel's about TCP without encryption was one).
+    assert not re.search(r"\bWARNING\b", docs_build.log), docs_build.log[-5000:]
 
 
 def test_site_root_leads_to_the_home_page(docs_build: DocsBuild) -> None:

@@ -37,7 +37,9 @@ from kernels.vector_add import add_kernel
 
 ALL = [item for lesson in PAGES for item in lesson_exercises(lesson)]
 IDS = [item.id for item in ALL]
-# What a beginner's check may take in the interpreter, with room for a loaded machine.
+# What a beginner's check may take in the interpreter: seconds of this process's CPU time,
+# which other jobs on a loaded machine do not inflate as they do the wall clock (a check
+# took 5.4 s of wall time beside two Sphinx builds on two cores).
 SECONDS_PER_CHECK = 5.0
 
 
@@ -69,7 +71,7 @@ def test_the_starter_fails_with_its_diagnosis(item: Exercise) -> None:
 
 @pytest.mark.parametrize("item", ALL, ids=IDS)
 def test_the_solution_passes_quickly(item: Exercise) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     result = check(item.id, item.code("solution"), quiet=True)
     if graded_here(item):
         assert result.passed, result.message
@@ -79,7 +81,7 @@ def test_the_solution_passes_quickly(item: Exercise) -> None:
     if item.speed_goal is None or not graded_here(item):
         # The bound is for the interpreter's check; a GPU's timing of a "faster"
         # exercise (profiler runs, a copy ceiling) is another matter.
-        assert time.perf_counter() - start < SECONDS_PER_CHECK
+        assert time.process_time() - start < SECONDS_PER_CHECK
 
 
 def test_check_prints_its_diagnosis_and_returns_it(capsys: pytest.CaptureFixture[str]) -> None:

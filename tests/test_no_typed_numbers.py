@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import markdown_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +42,7 @@ def prose_files() -> list[tuple[Path, str]]:
     files = [(p, gallery_prose(p.read_text(encoding="utf-8"))) for p in ROOT.glob("gallery/*.py")]
     files += [
         (p, markdown_prose(p.read_text(encoding="utf-8")))
-        for p in (ROOT / "docs").rglob("*.md")
+        for p in markdown_pages()
         if "examples" not in p.parts and "locales" not in p.parts
     ]
     files += [(p, bank_text(p.read_text(encoding="utf-8"))) for p in ROOT.glob("quiz/**/*.yaml")]

@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, markdown_pages
 from sphinx.config import Config
 from sphinx.directives.code import LiteralIncludeReader
 
 COLUMNS = 88
 LESSONS = sorted((ROOT / "docs" / "lessons").glob("*.md"))
 GALLERY = sorted((ROOT / "gallery").glob("plot_*.py"))
-PAGES = sorted((ROOT / "docs").rglob("*.md")) + GALLERY
+PAGES = markdown_pages() + GALLERY
 # A literalinclude in a MyST page (```{literalinclude} path) or in a gallery script's
 # reStructuredText (# .. literalinclude:: path), with the options that follow it.
 INCLUDE = re.compile(

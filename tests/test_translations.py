@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from conftest import ROOT
+from conftest import ROOT, markdown_pages
 
 from kernels import messages
 from quiz.bank import QuizBankError, load_bank, load_translation
@@ -33,8 +33,7 @@ SEED_SLIPS = {
 
 def pages() -> list[str]:
     """Every page of the site, by docname: the Markdown pages and the gallery's."""
-    docs = ROOT / "docs"
-    names = [p.relative_to(ROOT).with_suffix("").as_posix() for p in docs.rglob("*.md")]
+    names = [p.relative_to(ROOT).with_suffix("").as_posix() for p in markdown_pages()]
     names += ["docs/examples/index"]
     names += [f"docs/examples/{p.stem}" for p in (ROOT / "gallery").glob("plot_*.py")]
     return sorted(names)
@@ -160,7 +159,7 @@ def marked_phrases() -> set[str]:
                *(ROOT / "gallery").glob("*.py"),
                *(ROOT / "docs" / "_ext").glob("*.py")]  # fmt: skip
     sources = {path: path.read_text(encoding="utf-8") for path in scripts}
-    for page in (ROOT / "docs").rglob("*.md"):
+    for page in markdown_pages():
         sources[page] = lesson_code(page.read_text(encoding="utf-8"))
     for path, source in sources.items():
         for node in ast.walk(ast.parse(source)):
