@@ -47,7 +47,14 @@ def measured_seconds(name: str, gpu: str | None = None) -> float | None:
     except MeasurementError:
         return None
     seconds = record.details.get("timing", {}).get("measured_s")
-    return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
+    # JSON's true reads as True, an int equal to 1: no run took that as its time.
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or seconds <= 0
+    ):
+        return None
+    return float(seconds)
 
 
 def plan(

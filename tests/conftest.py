@@ -18,23 +18,25 @@ import kernels  # noqa: F401  (selects the interpreter on machines without a GPU
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def markdown_pages() -> list[Path]:
-    """The site's Markdown pages: every ``.md`` file under docs/ that the build reads,
-    that is, not matched by ``exclude_patterns`` in conf.py (read from its source, so
-    that the build and the tests keep one list)."""
+def markdown_pages(root: Path = ROOT) -> list[Path]:
+    """The site's Markdown pages in the course at ``root``: every ``.md`` file under docs/
+    that the build reads, that is, not matched by ``exclude_patterns`` in conf.py (read
+    from its source, so that the build and the tests keep one list)."""
     from sphinx.util.matching import Matcher
 
+    if not (root / "docs").is_dir():
+        return []
     (excluded,) = [
         ast.literal_eval(node.value)
-        for node in ast.parse((ROOT / "conf.py").read_text(encoding="utf-8")).body
+        for node in ast.parse((root / "conf.py").read_text(encoding="utf-8")).body
         if isinstance(node, ast.Assign)
         and any(getattr(target, "id", None) == "exclude_patterns" for target in node.targets)
     ]
     skip = Matcher(excluded)
     return sorted(
         path
-        for path in (ROOT / "docs").rglob("*.md")
-        if not skip(path.relative_to(ROOT).as_posix())
+        for path in (root / "docs").rglob("*.md")
+        if not skip(path.relative_to(root).as_posix())
     )
 
 

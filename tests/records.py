@@ -1,6 +1,10 @@
 """A small valid record, in the file's JSON form, for tests of the contract and its readers."""
 
+import contextlib
 import copy
+import json
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +120,36 @@ def records_folder(monkeypatch: pytest.MonkeyPatch, root: Path, gpu: str | None 
     folder = root / gpu
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@contextlib.contextmanager
+def within(seconds: int) -> Iterator[None]:
+    """Fail the block with :class:`TimeoutError` once it has run ``seconds``: a read that
+    blocks on a FIFO named like a file fails its test instead of hanging the run."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s: a read blocked")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def bounded_text(path: Path) -> str:
+    """The text of the regular file at ``path``, read as the loaders read a record
+    (:func:`kernels.measurements.read_bounded`): a FIFO, a device or a directory named
+    like a file, or a file past the size of a record, is an error that names the file,
+    not a hang or the whole memory."""
+    try:
+        return measurements.read_bounded(path, measurements.MAX_FILE_BYTES).decode("utf-8")
+    except OSError as error:
+        raise OSError(f"{path}: cannot read it ({error.strerror or error})") from None
+
+
+def committed_doc(path: Path) -> dict[str, Any]:
+    """The JSON object of the record file at ``path``, read by :func:`bounded_text`."""
+    return json.loads(bounded_text(path))

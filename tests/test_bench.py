@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 import torch
-from records import launch_doc, records_folder, sample, sample_doc
+from records import committed_doc, launch_doc, records_folder, sample, sample_doc
 
 from kernels import (
     bench,
@@ -463,15 +463,15 @@ def test_stale_checks_every_gpus_records_but_asks_only_the_primary_for_all(
     for path in other.glob("*.json"):
         path.unlink()
     # Another GPU with one record of the current code and nothing else is complete enough.
-    doc = json.loads((root / PRIMARY / "dropout.json").read_text(encoding="utf-8"))
+    doc = committed_doc(root / PRIMARY / "dropout.json")
     doc["environment"]["gpu"] = "NVIDIA H200"
     (other / "dropout.json").write_text(json.dumps(doc), encoding="utf-8")
     assert _stale_command(course).returncode == 0
     # A stale one, a record loose in the root and one in the wrong GPU's folder are named.
     doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
     (other / "dropout.json").write_text(json.dumps(doc), encoding="utf-8")
-    (root / "softmax.json").write_bytes((root / PRIMARY / "softmax.json").read_bytes())
-    (other / "softmax.json").write_bytes((root / PRIMARY / "softmax.json").read_bytes())
+    shutil.copy(root / PRIMARY / "softmax.json", root)
+    shutil.copy(root / PRIMARY / "softmax.json", other)
     result = _stale_command(course)
     assert result.returncode == 1
     assert "h200/dropout.json is stale" in result.stdout
@@ -541,7 +541,7 @@ def test_unusable_records_are_the_ones_a_normal_build_refuses(
     assert bench.unusable_records(names) == names
     # ... and of a good record, a missing one and a stale one, the last two are named.
     shutil.copy(committed / "launch_overhead.json", tmp_path)
-    doc = json.loads((committed / "vector_add.json").read_text(encoding="utf-8"))
+    doc = committed_doc(committed / "vector_add.json")
     doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
     (tmp_path / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
     assert bench.unusable_records(names) == {"vector_add", "softmax"}
@@ -628,7 +628,7 @@ def test_recording_from_uncommitted_kernels_is_refused_before_measuring(
 
 
 def test_a_record_from_uncommitted_kernels_is_refused(tmp_path: Path) -> None:
-    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    doc = committed_doc(measurements.path_for("vector_add"))
     doc["code"]["commit"] += "-dirty"
     with pytest.raises(MeasurementError, match="recorded from uncommitted changes"):
         measurements.from_json(doc, "vector_add.json")
@@ -700,7 +700,7 @@ def test_stale_names_a_record_whose_commit_is_not_in_the_history_of_head(
     in_history = fingerprint.in_history
     monkeypatch.setattr(fingerprint, "in_history",
                         lambda commit: in_history(commit, tmp_path / "repository"))  # fmt: skip
-    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    doc = committed_doc(measurements.path_for("vector_add"))
     folder = records_folder(monkeypatch, tmp_path / "records", PRIMARY)
     specs = {"vector_add": vector_add.BENCHMARK}
     for commit, refused in ((old, False), (head, False), (side, True), ("0123456789ab", True)):

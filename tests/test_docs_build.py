@@ -1,12 +1,16 @@
 """One real build of the site (as the README's build line runs it), then its pages."""
 
+import os
 import re
 import sys
+from collections.abc import Callable
 from html import unescape
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT, DocsBuild, sphinx_build
+from records import within
 
 from kernels import measurements
 from kernels.fingerprint import short_commit
@@ -14,6 +18,7 @@ from kernels.runtime import describe_device
 from quiz.bank import load_bank
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import course_build
 from course_build import (
     figure_count,
     gallery_scripts,
@@ -266,6 +271,63 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
         (warning,) = [w for w in warnings if page in w and "StaleMeasurementError" in w][:1]
         assert "vector_add.json is stale" in warning
         assert "kernels/vector_add.py changed since commit" in warning
+
+
+def _too_large(path: Path) -> None:
+    path.write_bytes(b" " * (measurements.MAX_FILE_BYTES + 1))
+
+
+NO_FILES = {
+    "fifo": (os.mkfifo, r"not a regular file"),
+    "dev-zero": (lambda path: path.symlink_to("/dev/zero"), r"not a regular file"),
+    "directory": (lambda path: path.mkdir(), r"Is a directory"),
+    "too-large": (_too_large, r"larger than 1,000,000 bytes"),
+}
+
+
+@pytest.mark.parametrize(("make", "message"), NO_FILES.values(), ids=NO_FILES)
+def test_a_dependency_that_is_no_file_is_named_without_hanging(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make: Callable[[Path], object], message: str
+) -> None:
+    # Before: a FIFO named like a record hung the build before any example ran, a link to
+    # /dev/zero filled the memory, and a directory escaped as a traceback.
+    monkeypatch.setattr(course_build, "ROOT", tmp_path)
+    script, record = tmp_path / "plot_x.py", tmp_path / "vector_add.json"
+    script.write_text("x = 1\n", encoding="utf-8")
+    make(record)
+    with within(10), pytest.raises(OSError, match=rf"{re.escape(str(record))}: cannot read it "
+                                   rf"to tell whether it changed \({message}"):  # fmt: skip
+        course_build.stamp(script, [record])
+
+
+def test_the_build_warns_of_a_dependency_it_cannot_read_and_runs_the_example_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    gallery, out = tmp_path / "gallery", tmp_path / "examples"
+    gallery.mkdir()
+    out.mkdir()
+    script, record = gallery / "plot_x.py", tmp_path / "vector_add.json"
+    script.write_text("x = 1\n", encoding="utf-8")
+    os.mkfifo(record)
+    monkeypatch.setattr(course_build, "ROOT", tmp_path)
+    monkeypatch.setattr(course_build, "GALLERY", gallery)
+    monkeypatch.setattr(course_build, "dependencies", lambda code: [record])
+    warnings: list[str] = []
+    monkeypatch.setattr(course_build.logger, "warning",
+                        lambda message, *args: warnings.append(message % args))  # fmt: skip
+    config = SimpleNamespace(sphinx_gallery_conf={"gallery_dirs": "examples"})
+    app = SimpleNamespace(srcdir=tmp_path, config=config)
+    (out / "plot_x.py.md5").write_text("0", encoding="utf-8")
+    (out / "plot_x.rst").write_text(
+        "**Total running time of the script:** (0 minutes 1.000 seconds)", encoding="utf-8"
+    )
+    with within(10):
+        course_build.check_examples_ran(app)  # after a run: no stamp is written
+        assert not (out / "plot_x.py.deps").exists()
+        course_build.rerun_changed_examples(app)  # before the next: it runs again
+        assert not (out / "plot_x.py.md5").exists()
+    expected = f"{record}: cannot read it to tell whether it changed (not a regular file"
+    assert len(warnings) == 2 and all(expected in warning for warning in warnings), warnings
 
 
 def test_lesson_code_leaves_out_cell_options() -> None:

@@ -8,7 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from records import CEILING, X, launch_doc, records_folder, sample, sample_doc
+from records import (
+    CEILING,
+    X,
+    committed_doc,
+    launch_doc,
+    records_folder,
+    sample,
+    sample_doc,
+    within,
+)
 
 from kernels import fingerprint, launch_cost, measurements, shards
 from kernels.bench import discover, load_current, stale_report
@@ -227,6 +236,11 @@ def _huge_integer(path: Path) -> None:
     path.write_text(json.dumps(sample_doc()).replace('"x": [', '"x": [' + "7" * 5000 + ", "))
 
 
+def _too_large(path: Path) -> None:
+    # A record whose JSON is whole, past the bound: a record is far smaller.
+    path.write_text(json.dumps(sample_doc()) + " " * measurements.MAX_FILE_BYTES)
+
+
 def _duplicate_key(path: Path) -> None:
     path.write_text(json.dumps(sample_doc())[:-1] + ', "dtype": "float16"}')
 
@@ -240,8 +254,17 @@ def _duplicate_key(path: Path) -> None:
         (_link_loop, r"no recorded measurement"),
         (_huge_integer, r"not a record \(.*digits"),
         (_duplicate_key, r"not a record \(the key 'dtype' appears twice"),
+        (_too_large, r"cannot read a record \(larger than 1,000,000 bytes\)"),
     ],
-    ids=["fifo", "dev-zero", "directory", "link-loop", "huge-integer", "duplicate-key"],
+    ids=[
+        "fifo",
+        "dev-zero",
+        "directory",
+        "link-loop",
+        "huge-integer",
+        "duplicate-key",
+        "too-large",
+    ],
 )
 def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make: Callable[[Path], None], message: str
@@ -250,7 +273,8 @@ def test_a_file_that_is_no_record_is_refused_by_name_without_hanging(
     # loop and a 5,000-digit integer escaped as tracebacks, a repeated key was accepted.
     tmp_path = records_folder(monkeypatch, tmp_path)
     make(tmp_path / "vector_add.json")
-    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+    with within(10), pytest.raises(measurements.MeasurementError,
+                                   match=r"vector_add\.json: " + message):  # fmt: skip
         measurements.load("vector_add")
 
 
@@ -323,15 +347,19 @@ def _set(path: str, value: object) -> Callable[[dict], None]:
         (_set("series.PyTorch.0", 1e6), r"series\['PyTorch'\] at N=\d+ is 1e\+06 GB/s, more"),
         (_set("call_series.Triton.1", 1e6), r"call_series\['Triton'\] at N=\d+ is 1e\+06"),
         (lambda doc: doc["series"].pop("torch.compile"), r"the series are \["),
+        (lambda doc: doc.pop("pass"), r"'pass' is missing; the spec times the forward pass"),
+        (_set("check.worst_relative_error", False), r"'check.worst_relative_error' is False"),
+        (_set("check.worst_relative_error", True), r"'check.worst_relative_error' is True"),
     ],
     ids=["sizes", "work", "dtype", "x-name", "pass", "triton-null", "failed-check",
-         "rate-100x-ceiling", "call-rate", "series-missing"],
+         "rate-100x-ceiling", "call-rate", "series-missing", "pass-missing", "check-false",
+         "check-true"],
 )  # fmt: skip
 def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: Callable[[dict], None], message: str
 ) -> None:
     # Each edit was accepted by the loaders, drawn on the page and passed by --stale.
-    doc = json.loads(measurements.path_for("vector_add").read_text(encoding="utf-8"))
+    doc = committed_doc(measurements.path_for("vector_add"))
     edited = _edited(doc)(change)
     if "Triton has no rate" in message:
         edited["call_series"]["Triton"][2] = None
@@ -342,6 +370,65 @@ def test_a_record_that_disagrees_with_its_spec_check_or_ceiling_is_refused(
     (tmp_path / "vector_add.json").write_text(json.dumps(edited), encoding="utf-8")
     with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
         load_current(BENCHMARKS["vector_add"])
+
+
+def _triton_null_everywhere(doc: dict) -> None:
+    for key in ("series", "call_series"):
+        doc[key]["Triton"] = [None] * len(doc["x"])
+    doc["unavailable"] = {"Triton": "edited by hand"}
+
+
+VECTOR_ADD_X = committed_doc(measurements.path_for("vector_add"))["x"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set("x.0", True), r"'x' must be a non-empty list of positive integers"),
+        (_set("work.0", True), r"'work' holds True, which is not a positive number"),
+        (_set("series.Triton.0", True), r"series\['Triton'\] holds True, which is not"),
+        (_set("call_series.PyTorch.1", True), r"call_series\['PyTorch'\] holds True"),
+        (_set("same_size_copy.2", True), r"'same_size_copy' holds True"),
+        (_set("ceiling.value", True), r"'ceiling\.value' must be a positive number"),
+        (_set("ceiling.timings", True), r"'ceiling\.timings' must be a positive integer"),
+        (_set("x_name", 7), r"'x_name' must be a non-empty string"),
+        (_set("x_name", ["N"]), r"'x_name' must be a non-empty string"),
+        (_set("dtype", 32), r"'dtype' must be a non-empty string"),
+        (_set("dtype", "float33"), r"'dtype' is 'float33'; the benchmark's spec says 'float32'"),
+        (_triton_null_everywhere,
+         r"Triton has no rate at N=\[" + ", ".join(map(str, VECTOR_ADD_X)) + r"\]; Triton must"),
+    ],
+    ids=["size-true", "work-true", "rate-true", "call-rate-true", "copy-rate-true",
+         "ceiling-true", "timings-true", "x-name-number", "x-name-list", "dtype-number",
+         "dtype-no-dtype", "triton-null-everywhere"],
+)  # fmt: skip
+def test_a_record_with_a_boolean_for_a_number_or_an_odd_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: Callable[[dict], None], message: str
+) -> None:
+    # JSON's true is Python's True, an int equal to 1: none of these may pass for a
+    # number, and a name must be a string the spec knows.
+    edited = _edited(committed_doc(measurements.path_for("vector_add")))(change)
+    folder = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
+    (folder / "vector_add.json").write_text(json.dumps(edited), encoding="utf-8")
+    with pytest.raises(measurements.MeasurementError, match=r"vector_add\.json: " + message):
+        load_current(BENCHMARKS["vector_add"])
+    problems = stale_report({"vector_add": BENCHMARKS["vector_add"]}, launch_overhead=False)
+    assert len(problems) == 1 and re.search(r"vector_add\.json: " + message, problems[0])
+
+
+def test_stale_names_a_fifo_or_a_directory_named_like_a_record_without_hanging(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
+    os.mkfifo(folder / "vector_add.json")
+    (folder / "softmax.json").mkdir()
+    specs = {name: BENCHMARKS[name] for name in ("softmax", "vector_add")}
+    with within(10):
+        problems = stale_report(specs, launch_overhead=False)
+    assert problems == [
+        f"{folder}/softmax.json: cannot read a record (Is a directory)",
+        f"{folder}/vector_add.json: cannot read a record (not a regular file (prw-r--r--))",
+    ]
 
 
 def test_the_committed_records_agree_with_their_specs_checks_and_ceilings() -> None:
@@ -419,7 +506,7 @@ def test_a_record_whose_gpu_name_holds_markup_is_refused(
 
 def _committed(name: str) -> dict:
     """The primary GPU's committed record of ``name``, as its file's JSON object."""
-    return json.loads(measurements.path_for(name).read_text(encoding="utf-8"))
+    return committed_doc(measurements.path_for(name))
 
 
 def _folder_of(
@@ -459,6 +546,17 @@ def test_a_timing_that_is_not_an_object_is_refused_by_name(
     assert shards.measured_seconds("vector_add") is None
     with pytest.raises(MeasurementError, match=r"^x\.json: 'timing' must be an object"):
         measurements.launch_overhead_from_json(launch_doc(timing="fast"), "x.json")
+
+
+@pytest.mark.parametrize("seconds", [True, False, "12", 0, -3.0])
+def test_a_measuring_time_that_is_no_positive_number_is_not_read_as_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seconds: object
+) -> None:
+    # Before: `"measured_s": true` weighed its benchmark as one second in the shard plan.
+    doc = _committed("vector_add")
+    doc["timing"]["measured_s"] = seconds
+    _folder_of(monkeypatch, tmp_path, {"vector_add": doc})
+    assert shards.measured_seconds("vector_add") is None
 
 
 def test_sizes_written_as_floats_are_refused(

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from records import records_folder
+from records import committed_doc, records_folder
 
 from kernels import bench, measurements, vector_add
 from kernels.report import gpu_comparison, results_table
@@ -19,7 +19,7 @@ def _with_a_second_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: st
     primary = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
     source = COMMITTED / measurements.PRIMARY_GPU / "vector_add.json"
     shutil.copy(source, primary)
-    doc = json.loads(source.read_text(encoding="utf-8"))
+    doc = committed_doc(source)
     doc["environment"]["gpu"] = name
     other = tmp_path / measurements.gpu_slug(name)
     other.mkdir()
@@ -54,7 +54,7 @@ def test_a_stale_record_of_another_gpu_fails_the_build_and_a_draft_leaves_it_out
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     other = _with_a_second_gpu(monkeypatch, tmp_path, "NVIDIA Test GPU")
-    doc = json.loads((other / "vector_add.json").read_text(encoding="utf-8"))
+    doc = committed_doc(other / "vector_add.json")
     doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
     (other / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
     primary = bench.load_current(vector_add.BENCHMARK)

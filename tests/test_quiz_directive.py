@@ -36,13 +36,23 @@ questions:
 
 
 def build(
-    project: Path, page: str, bank: str, translation: str | None = None
+    project: Path,
+    page: str,
+    bank: str,
+    translation: str | None = None,
+    script: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Build a project with one page (``index.rst`` or ``index.md``) and ``quiz/demo.yaml``;
-    given a ``translation`` of the bank, its Russian edition, with ``quiz/ru/demo.yaml``."""
+    given a ``translation`` of the bank, its Russian edition, with ``quiz/ru/demo.yaml``;
+    given a ``script``, a gallery-like ``plot_demo.py`` that the page offers for download,
+    which the site's downloads extension makes whole once the site is written."""
     (project / "quiz").mkdir(parents=True)
     (project / "quiz" / "demo.yaml").write_text(bank, encoding="utf-8")
-    conf = 'extensions = ["myst_parser", "quiz"]\nroot_doc = "index"\n'
+    extensions = ["myst_parser", "quiz"]
+    if script is not None:
+        (project / "plot_demo.py").write_text(script, encoding="utf-8")
+        extensions.append("downloads")
+    conf = f'extensions = {extensions!r}\nroot_doc = "index"\n'
     if translation is not None:
         (project / "quiz" / "ru").mkdir()
         (project / "quiz" / "ru" / "demo.yaml").write_text(translation, encoding="utf-8")
@@ -50,10 +60,8 @@ def build(
     (project / "conf.py").write_text(conf, encoding="utf-8")
     name = "index.md" if page.startswith("#") else "index.rst"
     (project / name).write_text(page, encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    path = [str(ROOT), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run(
         [
             sys.executable,
@@ -123,6 +131,25 @@ def test_malformed_bank_fails_the_build_naming_file_and_question(tmp_path: Path)
     assert "Traceback" not in result.stderr and "Please also report" not in result.stderr
 
 
+def test_a_malformed_bank_in_a_download_fails_the_build_naming_the_bank(tmp_path: Path) -> None:
+    # Before: the directive reported the bank, then making the gallery's download whole
+    # read it again when the site was written and crashed: "Extension error (downloads)!"
+    # with a traceback.
+    broken = BANK.replace("        correct: true\n        why: It is listed second.",
+                          "        why: It is listed second.")  # fmt: skip
+    page = "Quiz\n====\n\n.. quiz:: demo\n\nGet :download:`plot_demo.py`.\n"
+    script = '"""\nDemo\n====\n\n.. quiz:: demo\n"""\n\nx = 1\n'
+    result = build(tmp_path, page, broken, script=script)
+    assert result.returncode != 0
+    assert re.search(r"index\.rst:4: ERROR: .*demo\.yaml:15: question 'second'", result.stderr)
+    assert re.search(r"plot_demo\.py: cannot make the download whole: .*demo\.yaml:15: "
+                     r"question 'second' \(#2\): no option is marked", result.stderr), (
+        result.stderr
+    )  # fmt: skip
+    for crash in ("Extension error", "Traceback", "Please also report"):
+        assert crash not in result.stderr, result.stderr
+
+
 def _swapped(bank: str) -> str:
     """``bank`` (two questions, 'first' and 'second') with its questions in the other order."""
     head, questions = bank.split("  - id: first")
@@ -146,6 +173,7 @@ def test_missing_bank_fails_the_build(tmp_path: Path) -> None:
     result = build(tmp_path, "Quiz\n====\n\n.. quiz:: nosuchbank\n", BANK)
     assert result.returncode != 0
     assert re.search(r"nosuchbank\.yaml: cannot read the bank", result.stderr)
+    assert "Traceback" not in result.stderr and "Please also report" not in result.stderr
 
 
 HOSTILE = [
@@ -216,6 +244,7 @@ def test_a_directive_that_would_break_the_page_fails_the_build(
     result = build(tmp_path, page, BANK)
     assert result.returncode != 0
     assert re.search(r"index: " + message, result.stderr), result.stderr
+    assert "Traceback" not in result.stderr and "Please also report" not in result.stderr
 
 
 @pytest.mark.parametrize(

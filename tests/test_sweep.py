@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from conftest import ROOT
 from kernel_inputs import DEVICE
-from records import sample_doc
+from records import committed_doc, sample_doc
 
 from kernels import (
     attention,
@@ -368,14 +368,14 @@ def test_a_mutated_record_is_read_or_refused_by_name(tmp_path: Path, label: str,
 # The primary GPU's folder as committed, whose vector_add record the build's loader is
 # given mutated, in a copy of the folder.
 COMMITTED = measurements.gpu_dir()
-BASE = json.loads((COMMITTED / "vector_add.json").read_text(encoding="utf-8"))
+BASE = committed_doc(COMMITTED / "vector_add.json")
 AUDITED = _audited(BASE)
 
 
 def _beside_another_gpu_name() -> dict[str, Any]:
     # One folder, two names of one GPU model: a record beside one that names its GPU
     # otherwise ("NVIDIA H100" beside "NVIDIA H100 80GB HBM3").
-    neighbour = json.loads((COMMITTED / "dropout.json").read_text(encoding="utf-8"))
+    neighbour = committed_doc(COMMITTED / "dropout.json")
     other = "NVIDIA H100" if BASE["environment"]["gpu"] != "NVIDIA H100" else "NVIDIA H100 PCIe"
     return {"dropout.json": _changed(neighbour, "environment.gpu", other)}
 

@@ -133,12 +133,30 @@ def build_kind(code: str) -> str:
     return "draft" if bench.unusable_records(_records_read(code, modules)) else "build"
 
 
+class UnreadableDependency(OSError):
+    """A file that a page depends on which is no regular file of a record's size at most
+    (a FIFO or a directory named like a record, a link to a device); the message names it."""
+
+
+def _contents(path: Path) -> bytes:
+    # Read as the loaders read a record: a FIFO would block a plain read forever and a
+    # link to /dev/zero would fill the memory. No source, catalog or record of the
+    # course is near a record's bound (measurements.MAX_FILE_BYTES).
+    try:
+        return measurements.read_bounded(path, measurements.MAX_FILE_BYTES)
+    except OSError as error:
+        raise UnreadableDependency(
+            f"{path}: cannot read it to tell whether it changed ({error.strerror or error})"
+        ) from None
+
+
 def stamp(own_source: Path, paths: list[Path]) -> str:
-    """A hash over a source file and the files it depends on."""
-    digest = hashlib.sha256(own_source.read_bytes())
+    """A hash over a source file and the files it depends on; :class:`UnreadableDependency`
+    for one that cannot be read."""
+    digest = hashlib.sha256(_contents(own_source))
     for path in paths:
         digest.update(path.relative_to(ROOT).as_posix().encode())
-        digest.update(path.read_bytes())
+        digest.update(_contents(path))
     return digest.hexdigest()
 
 
@@ -160,8 +178,18 @@ def rerun_changed_examples(app: Sphinx) -> None:
     out = _gallery_dir(app)
     for script in gallery_scripts():
         stamp_file = out / (script.name + _STAMP_SUFFIX)
-        current = _example_stamp(script)
-        if not stamp_file.exists() or stamp_file.read_text(encoding="utf-8") != current:
+        try:
+            current = _example_stamp(script)
+        except UnreadableDependency as error:
+            # A warning (an error with -W) that names the file; the example runs again,
+            # and its own reading of the file says what is wrong with it.
+            logger.warning("%s: %s", script.name, error)
+            current = None
+        if (
+            current is None
+            or not stamp_file.exists()
+            or stamp_file.read_text(encoding="utf-8") != current
+        ):
             (out / (script.name + ".md5")).unlink(missing_ok=True)
 
 
@@ -192,9 +220,13 @@ def check_examples_ran(app: Sphinx) -> None:
             )  # fmt: skip
         if (out / (script.name + ".md5")).exists():
             # The stamp is taken after the run, so a record the run wrote is in it.
-            (out / (script.name + _STAMP_SUFFIX)).write_text(
-                _example_stamp(script), encoding="utf-8"
-            )
+            try:
+                current = _example_stamp(script)
+            except UnreadableDependency as error:
+                # No stamp: the next build runs the example again.
+                logger.warning("%s: %s", script.name, error)
+                continue
+            (out / (script.name + _STAMP_SUFFIX)).write_text(current, encoding="utf-8")
 
 
 def _lesson_kinds(env: BuildEnvironment) -> dict[str, str]:

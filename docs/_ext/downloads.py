@@ -37,9 +37,12 @@ from typing import Any
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.directives.code import LiteralIncludeReader
+from sphinx.util import logging
 
-from quiz.bank import load_bank
+from quiz.bank import QuizBankError, load_bank
 from quiz.directive import LETTERS, bank_path
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -582,11 +585,19 @@ def gallery_downloads(outdir: Path) -> list[Path]:
 
 
 def make_downloads_whole(app: Sphinx, exception: Exception | None) -> None:
-    """After a successful HTML build, rewrite each gallery download (see the module)."""
+    """After a successful HTML build, rewrite each gallery download (see the module).
+
+    A quiz bank that cannot be read or is malformed (its quiz directive has reported it
+    already, with -W --keep-going the build goes on to here) is a warning naming the
+    download and the bank, and that download is left as it is: the build fails with a
+    located message, not a traceback."""
     if exception is not None or app.builder.format != "html":
         return
     for path in gallery_downloads(Path(app.outdir)):
-        rewrite_download(path, Sources.of(app))
+        try:
+            rewrite_download(path, Sources.of(app))
+        except QuizBankError as error:
+            logger.warning("%s: cannot make the download whole: %s", path.name, error)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
