@@ -43,7 +43,7 @@ from .measurements import (
     Record,
     StaleMeasurementError,
 )
-from .messages import _, number, translated
+from .messages import _, axis_name, number, translated
 from .runtime import describe_device, interpreted, kernel_device
 from .spec import BenchmarkSpec, Output, ProviderUnavailable
 
@@ -101,7 +101,7 @@ class CheckResult:
         return line.format(
             provider=self.provider,
             benchmark=self.benchmark,
-            x_name=self.x_name,
+            x_name=axis_name(self.x_name),
             size=number(f"{self.size:,}"),
             dtype=str(self.dtype).removeprefix("torch."),
             error=number(f"{self.relative_error:.1e}"),

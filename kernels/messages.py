@@ -94,16 +94,29 @@ def number(english: str) -> str:
     return re.sub(r"(?<=\d)[,.](?=\d)", lambda match: swap[match.group()], english)
 
 
+def axis_name(x_name: str) -> str:
+    """A record's ``x_name`` as an axis label or a table's heading shows it, in the
+    language of this run: the names that are words are translated, symbols (``N``,
+    ``M = N = K``) stay as they are."""
+    words = {
+        "sequence length": _("sequence length"),
+        "rows": _("rows"),
+        "launcher": _("launcher"),
+    }
+    return words.get(x_name, x_name)
+
+
 def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
     run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
-    launch", "Triton, no copy", "CUDA graph" and the loops lesson's "plain loop" and
-    "prefetch by hand" are translated."""
+    launch", "Triton, no copy", "CUDA graph", the loops lesson's "plain loop" and
+    "prefetch by hand" and the attention's "naive" are translated."""
     translated = {
         "bare launch": _("bare launch"),
         "Triton, no copy": _("Triton, no copy"),
         "CUDA graph": _("CUDA graph"),
         "plain loop": _("plain loop"),
         "prefetch by hand": _("prefetch by hand"),
+        "naive": _("naive"),
     }
     return translated.get(name, name)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .measurements import LaunchOverhead, Measurement
-from .messages import _, number, series_name, translated
+from .messages import _, axis_name, number, series_name, translated
 from .provenance import caption, placeholder_caption
 
 # One colour per provider, the same on every page.
@@ -97,20 +97,17 @@ def style(fig: Figure) -> None:
 
 
 def _legend_below(fig: Figure) -> None:
-    # Below the axes, across the figure's width, so that the plot keeps the width.
+    # Below the axes, across the figure's width, so that the plot keeps the width: in two
+    # columns where they fit it, else in one (a long label, such as the Russian name of
+    # a ceiling, pushed two columns past both edges of the image).
     handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
-
-
-def axis_name(x_name: str) -> str:
-    """A record's ``x_name`` as an axis label in the build's language: the names that are
-    words are translated, symbols (``N``, ``M = N = K``) stay as they are."""
-    words = {
-        "sequence length": _("sequence length"),
-        "rows": _("rows"),
-        "launcher": _("launcher"),
-    }
-    return words.get(x_name, x_name)
+    for columns in (2, 1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=columns,
+                            frameon=False, fontsize=TEXT_PT)  # fmt: skip
+        if legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            break
+        if columns > 1:
+            legend.remove()
 
 
 def _values(rates: tuple[float | None, ...]) -> list[float]:
@@ -160,7 +157,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
             marker="o",
             markersize=3.5,
             linewidth=1.8,
-            label=provider,
+            label=series_name(provider),
             color=colour,
         )
         ax.plot(
@@ -229,7 +226,7 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
             marker="o",
             markersize=3.5,
             linewidth=1.8,
-            label=provider,
+            label=series_name(provider),
             color=_provider_colour(provider, index),
         )
     ax.set_xscale("log", base=2)

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import measurements, other_gpus
 from .measurements import LAUNCH_LOOPS, LaunchOverhead, Measurement
-from .messages import _, number, series_name, translated
+from .messages import _, axis_name, number, series_name, translated
 
 # A same-size copy above this share of the ceiling is more than run-to-run noise.
 COPY_ABOVE_CEILING = 1.02
@@ -573,14 +573,19 @@ def print_peak_memory(measurement: Measurement) -> None:
         )
         return
     peak = measurement.peak_memory_mb
-    print(f"{measurement.x_name:>16} " + " ".join(f"{name:>15}" for name in peak))
+    # Headings, sizes and megabytes in the edition's words and number format.
+    names = [series_name(name) for name in peak]
+    print(f"{axis_name(measurement.x_name):>16} " + " ".join(f"{n:>15}" for n in names))
+    megabytes = _("MB")
     for index, size in enumerate(measurement.x):
         cells = [values[index] for values in peak.values()]
         text = [
-            f"{_('out of memory'):>15}" if mb is None else f"{mb:>12,.0f} MB"
+            f"{_('out of memory'):>15}"
+            if mb is None
+            else f"{number(f'{mb:,.0f}'):>12} {megabytes}"
             for mb in cells
         ]
-        print(f"{size:>16,} " + " ".join(text))
+        print(f"{number(f'{size:,}'):>16} " + " ".join(text))
 
 
 @dataclass(frozen=True)

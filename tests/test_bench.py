@@ -1,6 +1,7 @@
 """The harness: its checks, its bookkeeping, its CPU path, staleness and draft builds."""
 
 import ast
+import io
 import json
 import math
 import re
@@ -737,3 +738,44 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
     planned = re.search(rf"\({timed} of 3 timed before\): (.*)", result.stdout)
     assert planned, result.stdout
     assert sorted(planned.group(1).split()) == ["launch_overhead", "vector_add", "vector_add_fp16"]
+
+
+def test_the_legends_name_the_series_in_the_edition_s_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the legend showed the record's English series names ("plain loop",
+    # "Triton, no copy", "naive") on the Russian pages, where the tables translated them.
+    values = [3000.0] * 5
+    series = {"Triton": values, "Triton, no copy": values, "PyTorch": values}
+    record = sample(series=series, call_series=series)
+    memory = sample(peak_memory_mb={"Triton": values, "naive": values})
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+
+    def labels(figure) -> list[str]:
+        return [line.get_label() for line in figure.axes[0].get_lines()]
+
+    # Each provider's kernel-time line is labelled, its call-time line after it is not.
+    assert labels(plot_measurement(record))[0:6:2] == ["Triton", "Triton без копии", "PyTorch"]
+    assert labels(plot_peak_memory(memory))[:2] == ["Triton", "наивное"]
+
+
+def test_a_legend_too_wide_for_two_columns_takes_one_and_fits_the_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: two columns, centred below the axes, ran past both edges of the image
+    # when one label was long: the attention page's Russian figures, whose ceiling is
+    # "произведение матриц cuBLAS bf16 (696 TFLOP/s)", lost the start and end of lines.
+    values = [500.0] * 5
+    series = {"Triton": values, "SDPA flash": values, "SDPA cuDNN": values}
+    ceiling = {"name": "cuBLAS bf16 matmul", "value": 696.0, "timings": 3}
+    attention = sample(
+        metric="TFLOP/s", work=[1e12] * 5, series=series, call_series=series, ceiling=ceiling
+    )
+    for language, record, columns in (("en", sample(), 2), ("ru", attention, 1)):
+        monkeypatch.setenv(messages.LANGUAGE_VARIABLE, language)
+        figure = plot_measurement(record)
+        (legend,) = figure.legends
+        assert legend._ncols == columns
+        figure.savefig(io.BytesIO(), format="png")  # lays the figure out, as a page does
+        box = legend.get_window_extent(figure.canvas.get_renderer())
+        assert box.x0 >= 0 and box.x1 <= figure.bbox.width, (language, box)

@@ -153,6 +153,21 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
     assert all(len(line) <= 88 for line in code.split("\n") if line.startswith(("from", "    ")))
 
 
+def test_the_first_kernels_of_a_download_come_after_the_course_s_import() -> None:
+    # Importing the course selects Triton's interpreter where there is no GPU; a
+    # @triton.jit that runs before it makes a GPU kernel, which then cannot run there.
+    kernels = downloads.live_objects(
+        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
+    )
+    defined: set[str] = set()
+    first = downloads.live_code(kernels, defined, SOURCES, {"softmax_kernel"})
+    lines = first.split("\n")
+    course = lines.index(f"import ninja_gap.kernels  # noqa: F401  {downloads.FIRST_IMPORT_NOTE}")
+    assert course < lines.index("import triton") < lines.index("@triton.jit")
+    # Once is enough: a later block of the same download does not import it again.
+    assert "import ninja_gap.kernels " not in downloads.live_code(kernels, defined, SOURCES, ())
+
+
 def test_an_edited_launcher_runs_where_the_page_checks_it() -> None:
     # The vector addition's launcher, edited in the download to add x to itself, is what
     # the page's check then runs: through the spec that the module made on import.
@@ -258,7 +273,11 @@ def test_every_downloaded_script_runs_outside_the_clone(
     # The course installed from the clone, and nothing of the clone on the path: the
     # script runs in a folder of its own, as a reader's download would.
     # On a GPU the scripts draw the shipped records rather than measure (minutes each).
-    env = {**os.environ, "PYTHONPATH": str(installed_course), "MPLBACKEND": "Agg",
+    # No TRITON_INTERPRET, as in a reader's shell: the course sets it where there is no
+    # GPU, and the script must import the course before its first @triton.jit (five of
+    # eight failed when their own kernels came first).
+    reader = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = {**reader, "PYTHONPATH": str(installed_course), "MPLBACKEND": "Agg",
            "NINJA_GAP_MEASURE": "0"}  # fmt: skip
     for script in scripts:
         folder = tmp_path / script.stem

@@ -1,10 +1,11 @@
 """The table under a gallery figure: its rows, its verdicts, and its HTML."""
 
 import pytest
+import torch
 from records import X, sample
 
 from kernels import measurements, messages, report, vector_add
-from kernels.bench import placeholder
+from kernels.bench import CheckResult, placeholder
 from kernels.report import results_table
 
 
@@ -192,3 +193,32 @@ def test_a_russian_table_names_its_metric_and_size_in_russian(
     assert messages.translated("TFLOP/s") == "TFLOP/s"
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
     assert results_table(sample(), min_work=0).header[:3] == ["N", "MB/call", "Triton GB/s"]
+
+
+def test_the_peak_memory_table_is_written_in_the_edition_s_words_and_numbers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: the Russian attention and cross-entropy pages printed this table in
+    # English ("sequence length", "1,024", "34,360 MB").
+    record = sample(
+        x_name="sequence length", peak_memory_mb={"Triton": [1.0, 10.0, 100.0, 34360.0, None],
+                                                  "naive": [2.0, 20.0, 200.0, 2000.0, 4000.0]},
+    )  # fmt: skip
+    report.print_peak_memory(record)
+    english = capsys.readouterr().out
+    assert "sequence length" in english and "34,360 MB" in english and "naive" in english
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    report.print_peak_memory(record)
+    russian = capsys.readouterr().out
+    assert "длина последовательности" in russian and "наивное" in russian
+    assert "34\u00a0360 МБ" in russian and "MB" not in russian and "34,360" not in russian
+
+
+def test_a_check_line_names_its_size_in_the_edition_s_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the Russian attention page's check lines read "sequence length = 1 024".
+    result = CheckResult("attention", "Triton", "sequence length", 1024, torch.bfloat16, 1e-3, 1e-2)
+    assert "sequence length = 1,024" in str(result)
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert "длина последовательности = 1\u00a0024" in str(result)

@@ -387,6 +387,10 @@ def module_names(objects: Collection[LiveObject]) -> dict[str, str]:
     }
 
 
+# Why a download imports the course before its own kernels (a reader sees this).
+FIRST_IMPORT_NOTE = "(first: without a GPU, Triton's interpreter)"
+
+
 def live_code(
     objects: list[LiveObject],
     defined: set[str],
@@ -402,6 +406,12 @@ def live_code(
     modules = modules or {}
     here = {item.name for item in objects}  # defined in this block: not imported
     imports: list[str] = []
+    if "ninja_gap" not in defined:
+        # The download's first kernels: the course comes first, since importing it on a
+        # machine without a GPU selects Triton's interpreter, which must be chosen
+        # before the first @triton.jit runs (a script's own kernels otherwise fail there).
+        imports.append(f"import ninja_gap.kernels  # noqa: F401  {FIRST_IMPORT_NOTE}")
+        defined.add("ninja_gap")
     for item in objects:
         bindings = _module_bindings(item.module, sources)
         for name in _free_names(item.code):
