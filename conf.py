@@ -45,6 +45,8 @@ extensions = [
     "package_downloads",
     "downloads",
     "editions",
+    # The lessons' figures' alt text, extracted into the catalogs (docs/_ext/figure_alts.py).
+    "figure_alts",
 ]
 
 root_doc = "docs/index"
@@ -65,6 +67,9 @@ html_extra_path = ["docs/_extra"]
 html_css_files = ["ninja-gap.css"]
 # The tab's icon, also sparing a reader's server the request for /favicon.ico that fails.
 html_favicon = "docs/_static/favicon.svg"
+# No general index: no page marks index entries, so Sphinx's would be an empty page
+# that every page links to (<link rel="index">).
+html_use_index = False
 html_js_files = ["quiz-search.js"]
 
 # The edition: English (the source) or a translation from the catalogs in docs/locales/

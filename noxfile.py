@@ -159,7 +159,11 @@ def test_workers(pytest_args: list[str], cores: int | None) -> list[str]:
         for arg in pytest_args
     )
     count = min(cores or 1, MAX_TEST_WORKERS)
-    return [] if chosen or count < 2 else ["-n", str(count)]
+    # worksteal: a worker that runs out of tests takes some of another's, so that the
+    # one long test (a rebuild of the whole course, started first: tests/conftest.py)
+    # does not leave the other worker idle at the end (with plain "load" scheduling, the
+    # last seven minutes of a 32-minute run on two cores had one worker idle).
+    return [] if chosen or count < 2 else ["-n", str(count), "--dist", "worksteal"]
 
 
 def runs_browser_tests(pytest_args: list[str]) -> bool:
@@ -187,17 +191,22 @@ def bench(session: nox.Session) -> None:
     machine, and fails if there are any.
     """
     install(session)
-    session.run(python(session), "-m", "kernels.bench", *session.posargs, env=COMMAND)
+    session.run(python(session), "-m", "kernels.recording", *session.posargs, env=COMMAND)
 
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Rebuild the site on every change and serve it at http://127.0.0.1:8000."""
+    """Rebuild an edition on every change and serve it at http://127.0.0.1:8000: English,
+    or the one named first (``nox -s serve -- ru``). Other arguments go to
+    sphinx-autobuild."""
     install(session, "serve")
+    language, args = serve_edition(session.posargs)
     session.run(
         "sphinx-autobuild",
         ".",
-        f"{BUILD_DIR}/{EDITIONS[0]}",
+        f"{BUILD_DIR}/{language}",
+        "-d",
+        f"_build/doctrees/{language}",
         "--watch",
         "kernels",
         "--watch",
@@ -210,8 +219,17 @@ def serve(session: nox.Session) -> None:
         "_build/*",
         "--ignore",
         ".nox/*",
-        *session.posargs,
+        *args,
+        env={"NINJA_GAP_LANGUAGE": language},
     )
+
+
+def serve_edition(serve_args: list[str]) -> tuple[str, list[str]]:
+    """The edition ``nox -s serve`` serves, the first argument if it names one of
+    EDITIONS (else the first edition), and the arguments left for sphinx-autobuild."""
+    if serve_args and serve_args[0] in EDITIONS:
+        return serve_args[0], serve_args[1:]
+    return EDITIONS[0], list(serve_args)
 
 
 @nox.session

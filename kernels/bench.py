@@ -4,36 +4,29 @@ On a GPU, :func:`measure` checks each provider against a float64 reference at ev
 size, times Triton and its baselines two ways (kernel time and call time, see
 :mod:`kernels.timing`), measures the machine's ceiling in the same run, and returns a
 :class:`~kernels.measurements.Measurement` that :func:`measure_or_load` saves to
-``gallery/measurements/<name>.json``. Without a GPU nothing is timed: the kernel is
-checked in Triton's interpreter on small inputs and the recorded file is returned,
+``gallery/measurements/<gpu>/<name>.json``. Without a GPU nothing is timed: the kernel
+is checked in Triton's interpreter on small inputs and the recorded file is returned,
 provided it was recorded from the code as it is now (its fingerprint matches).
 
-The launch_overhead record is the one that is not a rate: the host time of one call
-of each launcher, of a bare launch of its kernel and of PyTorch's equivalent, timed by
-:mod:`kernels.launch_cost`. :func:`launch_overhead_or_load` and the functions beside it
-give it the same life as the others: measured on a GPU, drawn from its file elsewhere,
-refused when missing or stale, a placeholder in a draft build.
-
-``python -m kernels.bench [NAME ...]`` (or ``nox -s bench``) re-measures on a GPU;
-``python -m kernels.bench --stale`` lists the records that no longer match the code.
+The launch_overhead record, the one that is not a rate, has the same life through
+:mod:`kernels.launch_record`; the command line that re-measures and checks the records
+is :mod:`kernels.recording` (``nox -s bench``).
 """
 
-import argparse
 import functools
 import importlib
 import json
 import math
 import os
 import pkgutil
-import sys
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from . import fingerprint, liger, measurements, provenance, shards, timing
+from . import fingerprint, liger, measurements, provenance, timing
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -356,9 +349,11 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     # rate a perfect kernel of that size could expect, cache effects included.
     same_size_copy: list[float] = []
     worst_error = 0.0
-    scale = 1e6 if spec.metric == "GB/s" else 1e9
+    what = _what_is_measured(spec)
+    # Work per millisecond in the metric's unit: GB/s is bytes / 1e6 per ms.
+    scale = measurements.RATE_SCALE[spec.metric] / 1e3
     for index, size in enumerate(spec.gpu_sizes):
-        work = spec.work(size, spec.dtype)
+        work = what["work"][index]
         running = providers(spec)
         for name, fn in list(running.items()):
             if name != "Triton" and not spec.check_baselines:
@@ -417,7 +412,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
         timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
     )
     return Measurement(
-        **_what_is_measured(spec),
+        **what,
         series={name: tuple(values) for name, values in series.items()},
         call_series={name: tuple(values) for name, values in call_series.items()},
         ceiling=Ceiling(
@@ -484,9 +479,12 @@ def stale_files(measurement: Measurement, spec: BenchmarkSpec) -> list[str]:
     return _changed_files(measurement.code, code_of(spec))
 
 
-def _refuse_if_stale(
+def refuse_if_stale(
     name: str, recorded: Code, current: Code, gpu: str | None = None
 ) -> None:
+    """Raise :class:`~kernels.measurements.StaleMeasurementError` when record ``name`` of
+    ``gpu`` was recorded from ``recorded`` code that differs from the ``current`` code,
+    naming the files that changed and the two ways on."""
     changed = _changed_files(recorded, current)
     if changed:
         raise StaleMeasurementError(
@@ -507,7 +505,7 @@ def load_current(spec: BenchmarkSpec, gpu: str | None = None) -> Measurement:
     """
     measurement = measurements.load(spec.name, metric=spec.metric, gpu=gpu)
     assert isinstance(measurement, Measurement)  # a rate metric reads as a rate record
-    _refuse_if_stale(spec.name, measurement.code, code_of(spec), gpu)
+    refuse_if_stale(spec.name, measurement.code, code_of(spec), gpu)
     _refuse_if_unlike_spec(spec, measurement, gpu)
     return measurement
 
@@ -659,29 +657,6 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
     return recorded(spec)
 
 
-def _refusal(
-    name: str, specs: Mapping[str, BenchmarkSpec], gpu: str | None = None
-) -> str | None:
-    # Why a normal build would refuse record ``name`` of ``gpu`` (missing, malformed,
-    # stale), or None when it would draw it.
-    try:
-        if name == LAUNCH_OVERHEAD:
-            _launch_record().load_current_launch_overhead(gpu)
-        else:
-            load_current(specs[name], gpu)
-    except MeasurementError as error:
-        return str(error)
-    return None
-
-
-def unusable_records(names: Collection[str]) -> set[str]:
-    """Those of the records ``names`` that a build which is not a draft would refuse:
-    missing, malformed or stale. A draft build draws a placeholder for each of them, and
-    draws every other record exactly as a normal build does."""
-    specs = discover()
-    return {name for name in names if _refusal(name, specs) is not None}
-
-
 def records_of(modules: Collection[str]) -> set[str]:
     """The records that code importing ``modules`` (names such as ``kernels.softmax``) can
     draw: those of the benchmarks the modules declare, and launch_overhead for the module
@@ -690,13 +665,6 @@ def records_of(modules: Collection[str]) -> set[str]:
     if LAUNCH_MODULE in modules:
         names.add(LAUNCH_OVERHEAD)
     return names
-
-
-def _launch_record() -> Any:
-    # kernels.launch_record, imported by name when the command line needs it: a page
-    # that imports this harness then does not depend on every launcher (which
-    # launch_record's timing code imports), and reruns only when what it uses changes.
-    return importlib.import_module(f"{__package__}.launch_record")
 
 
 def discover() -> dict[str, BenchmarkSpec]:
@@ -713,196 +681,3 @@ def discover() -> dict[str, BenchmarkSpec]:
                     raise ValueError(f"two benchmarks are named {value.name!r}")
                 found[value.name] = value
     return dict(sorted(found.items()))
-
-
-def stale_report(
-    specs: dict[str, BenchmarkSpec], launch_overhead: bool = True
-) -> list[str]:
-    """One line per record that the build would refuse, on every GPU that has records:
-    malformed, stale, in the wrong GPU's folder or beside a record that names its GPU
-    otherwise, of a commit not in the history of HEAD, unlike its spec, left over from a
-    benchmark that no longer exists, or missing from the primary GPU (another GPU need
-    not have every record; the page shows what it has). ``launch_overhead``: check that
-    record too."""
-    names = [*specs, LAUNCH_OVERHEAD] if launch_overhead else list(specs)
-    known = {*discover(), LAUNCH_OVERHEAD}
-    root = measurements.MEASUREMENTS_ROOT
-    problems = [
-        f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/"
-        for path in sorted(root.glob("*.json"))
-    ]
-    for gpu in measurements.known_gpus():
-        here = set(measurements.recorded_benchmarks(gpu))
-        for name in names:
-            if (name in here or gpu == measurements.PRIMARY_GPU) and (
-                problem := _refusal(name, specs, gpu)
-            ) is not None:
-                problems.append(problem)
-        for name in sorted(here - known):
-            problems.append(
-                f"{measurements.path_for(name, gpu)}: no benchmark is named {name!r}"
-            )
-    return problems
-
-
-def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
-    """``names`` (benchmarks and launch_overhead) in ``count`` shards, modules whole,
-    balanced by how long the primary GPU's records took to measure."""
-    specs = discover()
-    modules = {
-        name: LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module
-        for name in names
-    }
-    return shards.plan(
-        modules, count, {name: shards.measured_seconds(name) for name in names}
-    )
-
-
-def _measure_and_save(names: Sequence[str], budget_s: float | None) -> list[str]:
-    # Measure and record each of ``names`` in turn; past ``budget_s`` seconds, start no
-    # more. Returns the names left unmeasured.
-    commit = fingerprint.commit()
-    if commit.endswith(measurements.DIRTY):
-        # Refused before any GPU time is spent: the loaders would refuse the records.
-        raise SystemExit(
-            f"kernels/ has uncommitted changes (commit {commit}): a record names the commit "
-            "that holds the code it measured. Commit first, or set "
-            f"{fingerprint.COMMIT_VARIABLE} to the commit whose code this is."
-        )
-    specs = discover()
-    started = time.monotonic()
-    for index, name in enumerate(names):
-        if budget_s is not None and time.monotonic() - started > budget_s:
-            return list(names[index:])
-        record = (
-            _launch_record().measure_launch_overhead()
-            if name == LAUNCH_OVERHEAD
-            else measure(specs[name])
-        )
-        print(f"wrote {measurements.save(record)}", flush=True)
-    return []
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: measure the named benchmarks (all by default) and record their files
-    in this GPU's folder, or one shard of them (``--shard I/N``), or a shard per visible
-    GPU at once (``--gpus all``); ``--list`` prints the shard plan without a GPU;
-    ``--stale`` lists the records that do not match the code."""
-    specs = discover()
-    known = [*specs, LAUNCH_OVERHEAD]
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "names",
-        nargs="*",
-        metavar="NAME",
-        help=f"benchmarks to measure (default: all of {', '.join(known)})",
-    )
-    parser.add_argument(
-        "--stale",
-        action="store_true",
-        help="list every record whose code fingerprint no longer matches, and exit 1 if any",
-    )
-    parser.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="measure only shard I of N: whole kernel modules, balanced by the records' times",
-    )
-    parser.add_argument(
-        "--list",
-        action="store_true",
-        help="print the shard plan (with --shard: that shard)",
-    )
-    parser.add_argument(
-        "--gpus",
-        choices=["all"],
-        help="measure shard I of N on the I-th of the N visible GPUs, all at once",
-    )
-    parser.add_argument(
-        "--only-stale",
-        action="store_true",
-        help="measure only those of the benchmarks whose record on this GPU is missing or stale",
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        metavar="SECONDS",
-        help="start no benchmark after this many seconds; list the ones left and exit 3",
-    )
-    args = parser.parse_args(argv)
-    unknown = sorted(set(args.names) - set(known))
-    if unknown:
-        parser.error(
-            f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}"
-        )
-    chosen = args.names or known
-    if args.stale:
-        problems = stale_report(
-            {name: specs[name] for name in chosen if name in specs},
-            launch_overhead=LAUNCH_OVERHEAD in chosen,
-        )
-        for line in problems:
-            print(line)
-        if problems:
-            parser.exit(1, f"Records that cannot be drawn: {len(problems)}\n")
-        gpus = ", ".join(measurements.known_gpus())
-        print(
-            f"All records of the {len(chosen)} benchmarks match the code (GPUs: {gpus})."
-        )
-        return
-    if args.only_stale:
-        gpu = (
-            measurements.PRIMARY_GPU
-            if interpreted()
-            else measurements.gpu_slug(torch.cuda.get_device_name())
-        )
-        chosen = [name for name in chosen if _refusal(name, specs, gpu) is not None]
-        print(
-            f"Missing or stale on the {gpu}: {' '.join(chosen) or 'none'}", flush=True
-        )
-    index, count = 1, 1
-    if args.shard:
-        try:
-            index, count = shards.parse_shard(args.shard)
-        except ValueError as error:
-            parser.error(str(error))
-    if args.list:
-        print(shards.describe(shard_plan(chosen, count), index if args.shard else None))
-        return
-    if args.gpus:
-        if args.shard:
-            parser.error("--gpus all picks the shards itself; leave out --shard")
-        gpus = shards.visible_gpus()
-        print(
-            f"Measuring {len(gpus)} shard(s), one per GPU: {', '.join(gpus)}",
-            flush=True,
-        )
-        extra = [
-            *args.names,
-            *(["--budget", str(args.budget)] if args.budget else []),
-            *(["--only-stale"] if args.only_stale else []),
-        ]
-        codes = shards.run_on_gpus(gpus, lambda i, n: shards.shard_command(i, n, extra))
-        failed = [f"{i}/{len(codes)}" for i, code in enumerate(codes, start=1) if code]
-        if failed:
-            parser.exit(1, f"shards that failed: {', '.join(failed)}\n")
-        return
-    if interpreted():
-        parser.exit(
-            2, "kernels.bench: no CUDA GPU here; benchmarks are measured on GPUs only\n"
-        )
-    names = shard_plan(chosen, count)[index - 1].names if args.shard else tuple(chosen)
-    left = _measure_and_save(names, args.budget)
-    if left:
-        not_measured = " ".join(left)
-        parser.exit(
-            3,
-            f"out of time (--budget {args.budget:g} s); not measured: {not_measured}\n",
-        )
-
-
-if __name__ == "__main__":
-    # Run as a script, this file is the module __main__, whose classes are other objects
-    # than the ones the kernel modules import: call the real module's main.
-    from .bench import main as kernels_bench_main
-
-    kernels_bench_main(sys.argv[1:])

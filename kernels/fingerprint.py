@@ -31,22 +31,35 @@ COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
 
 
 def module_path(module: str) -> Path:
-    """The source file of a :mod:`kernels` module, such as ``kernels/softmax.py``."""
-    return PACKAGE_DIR / f"{module.removeprefix(PACKAGE + '.')}.py"
+    """The source file of a :mod:`kernels` module, such as ``kernels/softmax.py``, or
+    of a subpackage (``kernels.exercises``: ``kernels/exercises/__init__.py``)."""
+    parts = module.split(".")[1:]
+    path = PACKAGE_DIR.joinpath(*parts).with_suffix(".py") if parts else PACKAGE_DIR
+    return path if path.is_file() else PACKAGE_DIR.joinpath(*parts, "__init__.py")
 
 
 def _is_package_module(name: str) -> bool:
     return name.startswith(PACKAGE + ".") and module_path(name).is_file()
 
 
-def imported_modules(source: str) -> set[str]:
+def _package_of(module: str) -> str:
+    """The package that ``module``'s relative imports start from: the module's parent,
+    or the module itself when it is a package (its ``__init__.py``)."""
+    is_package = module_path(module).name == "__init__.py"
+    return module if is_package else module.rpartition(".")[0]
+
+
+def imported_modules(source: str, package: str = PACKAGE) -> set[str]:
     """The :mod:`kernels` modules that ``source`` imports anywhere (``import kernels.x``,
-    ``from kernels.x import y``, ``from kernels import x``), found in its syntax tree."""
-    return {name for name in _imported_names(source) if _is_package_module(name)}
+    ``from kernels.x import y``, ``from kernels import x``, and relative imports read
+    from ``package``, the package of the module ``source`` is), found in its syntax tree."""
+    return {
+        name for name in _imported_names(source, package) if _is_package_module(name)
+    }
 
 
 @functools.lru_cache(maxsize=256)
-def _imported_names(source: str) -> frozenset[str]:
+def _imported_names(source: str, package: str) -> frozenset[str]:
     # Every module name ``source`` imports. Parsing is most of a closure's time, and a
     # build asks for the closure of every page, which share most of their modules: the
     # names depend on the text alone, so each text is parsed once per process.
@@ -55,19 +68,21 @@ def _imported_names(source: str) -> frozenset[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            module = _absolute(node)
+            module = _absolute(node, package)
             found.add(module)
-            if module == PACKAGE:
-                found.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
+            # ``from kernels import x`` or ``from .sub import y``: x or y may be a module.
+            found.update(f"{module}.{alias.name}" for alias in node.names)
     return frozenset(found)
 
 
-def _absolute(node: ast.ImportFrom) -> str:
+def _absolute(node: ast.ImportFrom, package: str) -> str:
     """The module a ``from ... import`` names, a relative one (``from .spec``, as the
-    modules of the package write it) read as absolute within the package."""
+    modules of the package write it, or ``from ..checks`` in a subpackage) read from
+    ``package``."""
     if node.level == 0:
         return node.module or ""
-    return _in_package(node.module or "")
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*base, *filter(None, [node.module])])
 
 
 def _in_package(relative: str) -> str:
@@ -83,9 +98,8 @@ def closure(modules: Iterable[str]) -> list[str]:
         module = pending.pop()
         if module not in seen:
             seen.add(module)
-            pending.extend(
-                imported_modules(module_path(module).read_text(encoding="utf-8"))
-            )
+            source = module_path(module).read_text(encoding="utf-8")
+            pending.extend(imported_modules(source, _package_of(module)))
     return sorted(seen)
 
 

@@ -12,7 +12,7 @@ harness need not depend on them all.
 import time
 
 from . import fingerprint, launch_cost, measurements, provenance
-from .bench import _refuse_if_stale, draft, measuring, save_and_keep_primary
+from .bench import draft, measuring, refuse_if_stale, save_and_keep_primary
 from .measurements import LAUNCH_OVERHEAD, Code, LaunchOverhead, MeasurementError
 from .runtime import interpreted
 
@@ -104,7 +104,7 @@ def load_current_launch_overhead(gpu: str | None = None) -> LaunchOverhead:
     """The recorded launch_overhead record of ``gpu`` (the primary GPU's by default), which
     must come from the code as it is now; raises as :func:`load_current` does."""
     record = measurements.load_launch_overhead(gpu)
-    _refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code(), gpu)
+    refuse_if_stale(LAUNCH_OVERHEAD, record.code, launch_overhead_code(), gpu)
     if record.x != tuple(launch_cost.LAUNCHERS):
         missing = [name for name in launch_cost.LAUNCHERS if name not in record.x]
         extra = [name for name in record.x if name not in launch_cost.LAUNCHERS]

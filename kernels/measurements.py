@@ -73,7 +73,11 @@ _DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._()/-]*")
 # What a GPU folder's name looks like: lower-case words of letters and digits, joined by "-".
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
-METRICS = ("GB/s", "TFLOP/s")
+# The rates a record may hold, each with its work unit per rate unit: a GB/s rate is
+# bytes / 1e9 per second, TFLOP/s is FLOPs / 1e12 per second (a record's ``work`` is
+# bytes or FLOPs per call).
+RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
+METRICS = tuple(RATE_SCALE)
 # The one record that is not a rate, its metric, and its series in order.
 LAUNCH_OVERHEAD = "launch_overhead"
 LAUNCH_METRIC = "us"

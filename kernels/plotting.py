@@ -96,12 +96,13 @@ def style(fig: Figure) -> None:
                 text.set_fontsize(TEXT_PT)
 
 
-def _legend_below(fig: Figure) -> None:
-    # Below the axes, across the figure's width, so that the plot keeps the width: in two
-    # columns where they fit it, else in one (a long label, such as the Russian name of
-    # a ceiling, pushed two columns past both edges of the image).
+def legend_below(fig: Figure, most_columns: int = 2) -> None:
+    """The first axes' legend below them, across the figure's width, so that the plot
+    keeps the width: in as many columns, up to ``most_columns``, as fit the figure's
+    width, else in one (a long label, such as the Russian name of a ceiling, pushed two
+    columns past both edges of the image, and a phone then shrank the whole figure)."""
     handles, labels = fig.axes[0].get_legend_handles_labels()
-    for columns in (2, 1):
+    for columns in range(most_columns, 0, -1):
         legend = fig.legend(handles, labels, loc="outside lower center", ncols=columns,
                             frameon=False, fontsize=TEXT_PT)  # fmt: skip
         if legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
@@ -132,7 +133,7 @@ def _placeholder(measurement: Measurement | LaunchOverhead) -> Figure:
         transform=ax.transAxes,
     )
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel(measurement.metric)
+    ax.set_ylabel(translated(measurement.metric))
     ax.set_xticks([])
     ax.set_yticks([])
     style(fig)
@@ -178,7 +179,7 @@ def plot_measurement(measurement: Measurement) -> Figure:
         label=_("{ceiling} ({value} {metric})").format(
             ceiling=translated(ceiling.name),
             value=number(f"{ceiling.value:,.0f}"),
-            metric=measurement.metric,
+            metric=translated(measurement.metric),
         ),
     )
     # One legend entry for every lighter line.
@@ -193,13 +194,13 @@ def plot_measurement(measurement: Measurement) -> Figure:
     ax.set_xscale("log", base=2)
     label_log_axis(ax, "x", size_label)
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel(measurement.metric)
+    ax.set_ylabel(translated(measurement.metric))
     rates = [
         v for series in measurement.series.values() for v in series if v is not None
     ]
     ax.set_ylim(bottom=0, top=max([ceiling.value, *rates]) * 1.12)
     ax.grid(True, which="major", alpha=0.3)
-    _legend_below(fig)
+    legend_below(fig)
     style(fig)
     set_caption(
         fig,
@@ -234,9 +235,9 @@ def plot_peak_memory(measurement: Measurement) -> Figure:
     label_log_axis(ax, "x", size_label)
     label_log_axis(ax, "y")
     ax.set_xlabel(axis_name(measurement.x_name))
-    ax.set_ylabel("MB")
+    ax.set_ylabel(_("MB"))
     ax.grid(True, which="major", alpha=0.3)
-    _legend_below(fig)
+    legend_below(fig)
     style(fig)
     set_caption(
         fig,

@@ -19,11 +19,9 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from .measurements import Measurement, MeasurementError
+from .measurements import RATE_SCALE, Measurement, MeasurementError
 from .messages import _
 
-# Work units per rate unit: a GB/s rate is bytes / 1e9 per second, TFLOP/s is FLOPs / 1e12.
-RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
 # A softmax of one element: its row's maximum (a comparison), a subtraction, an exponential,
 # a term of the row's sum, and a division, each counted as one operation.
 SOFTMAX_FLOPS_PER_ELEMENT = 5
@@ -304,6 +302,7 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
         FIGURE_SIZE,
         PROVIDER_COLOURS,
         label_log_axis,
+        legend_below,
         style,
     )
 
@@ -347,7 +346,6 @@ def plot_roofline(roof: Roofline, points: list[RooflinePoint]) -> Figure:
     ax.set_xlabel(_("FLOP per byte"))
     ax.set_ylabel("TFLOP/s")
     ax.grid(True, which="major", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+    legend_below(fig, most_columns=3)
     style(fig)
     return fig

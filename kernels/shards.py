@@ -139,7 +139,7 @@ def shard_command(index: int, count: int, extra: Sequence[str] = ()) -> list[str
     return [
         sys.executable,
         "-m",
-        "kernels.bench",
+        f"{__package__}.recording",
         "--shard",
         f"{index}/{count}",
         *extra,

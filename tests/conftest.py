@@ -60,22 +60,15 @@ class DocsBuild:
                             language=self.language)  # fmt: skip
 
 
-# Files of a checkout that are not sources: builds, environments, caches (as the site's
-# package leaves them out too).
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-from package_downloads import NOT_SOURCES  # noqa: E402
+from package_downloads import copy_sources  # noqa: E402
 
 
 def copy_of_the_course(destination: Path) -> Path:
     """A copy of the repository's sources in ``destination``, to build without touching
-    the checkout (a GPU build would write its records there)."""
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        relative = Path(folder).relative_to(ROOT)
-        return {n for n in names if (relative / n).as_posix() in NOT_SOURCES or n in NOT_SOURCES}
-
-    shutil.copytree(ROOT, destination, ignore=ignore)
-    return destination
+    the checkout (a GPU build would write its records there), as the site's package
+    copies them: no builds, environments or caches."""
+    return copy_sources(ROOT, destination)
 
 
 def sphinx_build(
@@ -182,6 +175,8 @@ def ids_that_change_between_runs(node_ids: list[str]) -> list[str]:
 # The fixtures that build the whole site (or copy a build): a test that asks for one is
 # marked ``site``, so that ``-m "not site and not browser"`` runs the fast tier alone.
 SITE_FIXTURES = frozenset({"docs_build", "built_course", "russian_build", "edition"})
+# The fixture of the tests that rebuild the course several times over (minutes each).
+LONGEST_FIXTURE = "built_course"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -191,6 +186,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.site)
+    # The longest tests first (several builds of the whole course each), so that the
+    # rest of the suite runs beside them instead of after them (see noxfile.py,
+    # test_workers). A stable sort: the others keep their order.
+    items.sort(key=lambda item: LONGEST_FIXTURE not in getattr(item, "fixturenames", ()))
     unstable = ids_that_change_between_runs([item.nodeid for item in items])
     if unstable:
         raise pytest.UsageError(

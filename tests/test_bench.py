@@ -21,6 +21,7 @@ from kernels import (
     launch_record,
     measurements,
     messages,
+    recording,
     shards,
     timing,
     vector_add,
@@ -129,14 +130,14 @@ def test_timing_needs_a_gpu() -> None:
 @cpu_path
 def test_bench_command_refuses_to_run_without_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        bench.main([])
+        recording.main([])
     assert exit_info.value.code == 2
     assert "no CUDA GPU here" in capsys.readouterr().err
 
 
 def test_bench_command_names_an_unknown_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        bench.main(["nosuch"])
+        recording.main(["nosuch"])
     error = capsys.readouterr().err
     assert "unknown benchmark nosuch; known: " in error and "vector_add" in error
 
@@ -177,7 +178,7 @@ def test_the_ceiling_s_legend_speaks_the_edition_s_language(
     assert ceiling_label() == f"device copy ({value} GB/s)"
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
     russian_value = value.replace(",", "\xa0")
-    assert ceiling_label() == f"копирование на устройстве ({russian_value} GB/s)"
+    assert ceiling_label() == f"копирование на устройстве ({russian_value} ГБ/с)"  # noqa: RUF001
 
 
 def _tick_labels(axis) -> list[str]:
@@ -229,7 +230,7 @@ def test_peak_memory_figure_leaves_a_gap_where_a_provider_ran_out_of_memory() ->
 def test_bench_command_line_finds_every_benchmark() -> None:
     # Run as ``python -m``, the module is __main__: discovery must still find the specs.
     result = subprocess.run(
-        [sys.executable, "-m", "kernels.bench", "nosuch"],
+        [sys.executable, "-m", "kernels.recording", "nosuch"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -246,6 +247,7 @@ def test_default_baselines_are_pytorch_eager_and_torch_compile() -> None:
 # The harness and the presentation: what kernel modules must never import.
 HARNESS = {
     "kernels.bench",
+    "kernels.recording",
     "kernels.measurements",
     "kernels.plotting",
     "kernels.report",
@@ -411,7 +413,7 @@ RECORDS_BY_GPU = {
 
 def _stale_command(course: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.bench", "--stale"],
+        [sys.executable, "-m", "kernels.recording", "--stale"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -535,17 +537,17 @@ def test_unusable_records_are_the_ones_a_normal_build_refuses(
 ) -> None:
     # Every committed record matches the code (test_measurements checks it) ...
     names = {"vector_add", "softmax", bench.LAUNCH_OVERHEAD}
-    assert bench.unusable_records(names) == set()
+    assert recording.unusable_records(names) == set()
     committed = measurements.gpu_dir()
     tmp_path = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
     # ... none is usable in an empty folder, launch_overhead included ...
-    assert bench.unusable_records(names) == names
+    assert recording.unusable_records(names) == names
     # ... and of a good record, a missing one and a stale one, the last two are named.
     shutil.copy(committed / "launch_overhead.json", tmp_path)
     doc = committed_doc(committed / "vector_add.json")
     doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
     (tmp_path / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
-    assert bench.unusable_records(names) == {"vector_add", "softmax"}
+    assert recording.unusable_records(names) == {"vector_add", "softmax"}
 
 
 def test_a_missing_record_fails_unless_the_build_is_a_draft(
@@ -625,7 +627,7 @@ def test_recording_from_uncommitted_kernels_is_refused_before_measuring(
     monkeypatch.setattr(fingerprint, "commit", lambda: "0123456789ab-dirty")
     monkeypatch.setattr(bench, "measure", lambda spec: pytest.fail("measured a dirty tree"))
     with pytest.raises(SystemExit, match="kernels/ has uncommitted changes"):
-        bench._measure_and_save(["vector_add"], None)
+        recording._measure_and_save(["vector_add"], None)
 
 
 def test_a_record_from_uncommitted_kernels_is_refused(tmp_path: Path) -> None:
@@ -707,7 +709,7 @@ def test_stale_names_a_record_whose_commit_is_not_in_the_history_of_head(
     for commit, refused in ((old, False), (head, False), (side, True), ("0123456789ab", True)):
         doc["code"]["commit"] = commit
         (folder / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
-        problems = bench.stale_report(specs, launch_overhead=False)
+        problems = recording.stale_report(specs, launch_overhead=False)
         assert problems == (
             [f"{folder / 'vector_add.json'}: recorded at commit {commit}, which is not in the "
              "history of this checkout's HEAD (a branch that never landed, or no commit at "
@@ -723,7 +725,7 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
         encoding="utf-8",
     )
     result = subprocess.run(
-        [sys.executable, "-m", "kernels.bench", "--only-stale", "--list"],
+        [sys.executable, "-m", "kernels.recording", "--only-stale", "--list"],
         capture_output=True, text=True, timeout=300, cwd=course,
         env={"PATH": "", "PYTHONPATH": str(course), "NINJA_GAP_COMMIT": "test"},
     )  # fmt: skip
@@ -757,6 +759,9 @@ def test_the_legends_name_the_series_in_the_edition_s_language(
     # Each provider's kernel-time line is labelled, its call-time line after it is not.
     assert labels(plot_measurement(record))[0:6:2] == ["Triton", "Triton без копии", "PyTorch"]
     assert labels(plot_peak_memory(memory))[:2] == ["Triton", "наивное"]
+    # The units too, as the tables write them.
+    assert plot_measurement(record).axes[0].get_ylabel() == "ГБ/с"  # noqa: RUF001
+    assert plot_peak_memory(memory).axes[0].get_ylabel() == "МБ"
 
 
 def test_a_legend_too_wide_for_two_columns_takes_one_and_fits_the_figure(

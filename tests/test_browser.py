@@ -252,8 +252,11 @@ def test_figure_text_is_at_least_9_pixels_tall_on_a_phone(
     for path in pages:
         visit = Visit(browser, path.as_uri(), 390, js=True)
         scales = visit.page.evaluate(
+            # A lesson's captioned figure ({glue:figure}) is a <figure> beside the cell
+            # outputs, in a column narrowed by its margins.
             "[...document.querySelectorAll('img.sphx-glr-single-img, img.sphx-glr-multi-img, "
-            "article .cell_output img')].map(i => i.getBoundingClientRect().width / i.naturalWidth)"
+            "article .cell_output img, article figure img')]"
+            ".map(i => i.getBoundingClientRect().width / i.naturalWidth)"
         )
         figures += len(scales)
         small = [round(scale * smallest_px, 1) for scale in scales if scale * smallest_px < 9]

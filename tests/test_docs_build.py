@@ -20,6 +20,7 @@ from quiz.bank import load_bank
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 import course_build
 from course_build import (
+    describe_figure,
     figure_count,
     gallery_scripts,
     lesson_code,
@@ -41,6 +42,12 @@ def test_build_succeeds_without_warnings(docs_build: DocsBuild) -> None:
 
 def test_site_root_leads_to_the_home_page(docs_build: DocsBuild) -> None:
     assert "url=docs/index.html" in docs_build.page("index.html")
+
+
+def test_no_empty_index_page_is_built_or_linked(docs_build: DocsBuild) -> None:
+    # Before: an empty genindex.html, linked from every page's <link rel="index">.
+    assert not list(docs_build.html.rglob("genindex.html"))
+    assert 'rel="index"' not in docs_build.page("docs/index.html")
 
 
 def test_home_page_shows_the_measured_headline(docs_build: DocsBuild) -> None:
@@ -179,6 +186,27 @@ def test_figures_have_alt_text_that_says_what_they_show(docs_build: DocsBuild) -
     assert len(alts) == sum(FIGURES_OF_PAGE.values())
     assert not [alt for alt in alts if alt.startswith("plot ")], alts
     assert "GB/s against N; Triton, PyTorch, torch.compile, device copy" in alts[0]
+
+
+def test_a_figure_s_alt_text_is_in_the_edition_s_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The Russian pages' alt text read "ГБ/с against N".  # noqa: RUF003
+    import matplotlib.pyplot as plt
+
+    from kernels import messages
+
+    fig, ax = plt.subplots()
+    ax.set_xlabel("N")
+    ax.set_ylabel("ГБ/с")  # noqa: RUF001
+    ax.plot([1, 2], [3, 4], label="Triton")
+    ax.legend()
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    assert describe_figure(fig) == "ГБ/с от N; Triton"  # noqa: RUF001
+    assert describe_figure(plt.figure()) == "рисунок"
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "en")
+    assert describe_figure(fig) == "ГБ/с against N; Triton"  # noqa: RUF001
+    plt.close("all")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,29 @@ def test_a_relative_import_counts_as_the_absolute_one_it_means() -> None:
     assert fingerprint.imported_modules(relative) == {"kernels.spec", "kernels.runtime"}
 
 
+def test_a_subpackage_s_modules_and_relative_imports_are_followed() -> None:
+    # kernels/exercises/ is a subpackage: its modules were looked for as
+    # kernels/exercises.checker.py, and its "from .checker import" read as
+    # kernels.checker, so a page that imports it did not depend on its code.
+    assert (
+        fingerprint.module_path("kernels.exercises.speed")
+        .as_posix()
+        .endswith("kernels/exercises/speed.py")
+    )
+    assert fingerprint.module_path("kernels.exercises").name == "__init__.py"
+    source = (
+        "from .checker import run_check\nfrom ..checks import check_bool\nfrom . import speed\n"
+    )
+    assert fingerprint.imported_modules(source, "kernels.exercises") == {
+        "kernels.exercises",  # "from . import" runs the package's __init__.py
+        "kernels.exercises.checker",
+        "kernels.checks",
+        "kernels.exercises.speed",
+    }
+    found = fingerprint.closure(fingerprint.imported_modules("from kernels.exercises import check"))
+    assert {"kernels.exercises", "kernels.exercises.checker", "kernels.checks"} <= set(found)
+
+
 def test_another_import_still_changes_the_code() -> None:
     one = fingerprint.normalised_source("from .spec import BenchmarkSpec\n")
     other = fingerprint.normalised_source("from .checks import BenchmarkSpec\n")

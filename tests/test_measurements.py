@@ -20,9 +20,10 @@ from records import (
 )
 
 from kernels import fingerprint, launch_cost, measurements, shards
-from kernels.bench import discover, load_current, stale_report
+from kernels.bench import discover, load_current
 from kernels.launch_record import load_current_launch_overhead
 from kernels.measurements import MeasurementError
+from kernels.recording import stale_report
 
 # Every GPU's records.
 FILES = sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))

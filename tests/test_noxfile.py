@@ -48,8 +48,8 @@ def test_a_catalog_without_running_times_is_left_as_it_is() -> None:
 @pytest.mark.parametrize(
     ("args", "cores", "expected"),
     [
-        ([], 2, ["-n", "2"]),
-        (["-m", "not site"], 16, ["-n", "4"]),
+        ([], 2, ["-n", "2", "--dist", "worksteal"]),
+        (["-m", "not site"], 16, ["-n", "4", "--dist", "worksteal"]),
         ([], 1, []),
         ([], None, []),
         (["-n", "3"], 2, []),
@@ -75,3 +75,9 @@ def test_the_docs_session_with_install_only_builds_nothing_and_succeeds(tmp_path
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert not (tmp_path / "_build").exists()
+
+
+def test_serve_takes_the_edition_named_first_and_passes_the_rest_on() -> None:
+    assert noxfile.serve_edition([]) == ("en", [])
+    assert noxfile.serve_edition(["ru", "--port", "9000"]) == ("ru", ["--port", "9000"])
+    assert noxfile.serve_edition(["--port", "9000"]) == ("en", ["--port", "9000"])

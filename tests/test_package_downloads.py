@@ -4,6 +4,7 @@ HTML build, named by the version, linked from the home page, and holding the cou
 import sys
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, DocsBuild
@@ -39,3 +40,28 @@ def test_the_site_offers_the_course_s_wheel_and_source(docs_build: DocsBuild) ->
         href = f"../{package_downloads.PACKAGE_FOLDER}/{path.name}"
         assert f'href="{href}"' in home
         assert (docs_build.html / "docs" / href).resolve() == path.resolve()
+
+
+def test_a_copy_of_the_sources_skips_links_out_of_them_and_what_is_not_a_source(
+    tmp_path: Path,
+) -> None:
+    # A checkout with a linked environment elsewhere (a contributor's `.nox_link`)
+    # once put 4.4 GB into every copy the tests and the package build made.
+    outside, sources = tmp_path / "venvs", tmp_path / "course"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "lib" / "big.so").write_bytes(b"\0" * 1024)
+    (sources / "kernels").mkdir(parents=True)
+    (sources / "kernels" / "add.py").write_text("x = 1\n", encoding="utf-8")
+    (sources / ".nox").mkdir()
+    (sources / ".nox" / "env").write_text("", encoding="utf-8")
+    (sources / ".nox_link").symlink_to(outside)
+    (sources / "kernels" / "alias.py").symlink_to("add.py")
+
+    copy = package_downloads.copy_sources(sources, tmp_path / "copy")
+
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*")) == [
+        "kernels",
+        "kernels/add.py",
+        "kernels/alias.py",
+    ]
+    assert (copy / "kernels" / "alias.py").is_symlink()

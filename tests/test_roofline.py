@@ -174,3 +174,24 @@ def test_the_roofline_figure_speaks_the_edition_s_language(monkeypatch: pytest.M
                       "произведение матриц"]  # fmt: skip
     assert fig.axes[0].get_xlabel() == "FLOP на байт"
     plt.close(fig)
+
+
+def test_the_russian_roofline_s_legend_fits_the_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In three columns, the Russian legend of the lesson's four points ran 145 pixels
+    # past the figure: saved "tight", the image grew to 745 pixels, and a phone shrank
+    # its text to 7.7 pixels.
+    import dataclasses
+
+    monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
+    roof = roofline.roofline(sample(), matmul_record([500.0] * 3))
+    point = roofline.point(sample())
+    points = [
+        point,
+        dataclasses.replace(point, benchmark="softmax", estimated=True),
+        roofline.point(matmul_record([500.0] * 3)),
+        dataclasses.replace(point, benchmark="flash_attention"),
+    ]
+    fig = roofline.plot_roofline(roof, points)
+    renderer = fig.canvas.get_renderer()
+    assert fig.get_tightbbox(renderer).width * fig.dpi <= fig.bbox.width
+    plt.close(fig)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels import bench, shards
+from kernels import bench, recording, shards
 from kernels.measurements import LAUNCH_OVERHEAD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +19,7 @@ MODULES = {name: SPECS[name].module if name in SPECS else bench.LAUNCH_MODULE fo
 
 @pytest.mark.parametrize("count", [1, 2, 3, 6, 8, 20])
 def test_every_benchmark_is_in_exactly_one_shard_and_modules_stay_whole(count: int) -> None:
-    plan = bench.shard_plan(NAMES, count)
+    plan = recording.shard_plan(NAMES, count)
     assert len(plan) == count
     placed = [name for shard in plan for name in shard.names]
     assert sorted(placed) == sorted(NAMES)
@@ -52,7 +52,7 @@ def test_a_malformed_shard_is_refused(text: str) -> None:
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.bench", *args],
+        [sys.executable, "-m", "kernels.recording", *args],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
 
@@ -92,4 +92,4 @@ def test_the_visible_gpus_come_from_cuda_visible_devices() -> None:
 
 def test_a_shard_command_measures_its_shard() -> None:
     command = shards.shard_command(2, 6, ["--budget", "300"])
-    assert command[1:] == ["-m", "kernels.bench", "--shard", "2/6", "--budget", "300"]
+    assert command[1:] == ["-m", "kernels.recording", "--shard", "2/6", "--budget", "300"]

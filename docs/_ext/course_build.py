@@ -27,7 +27,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from kernels import bench, fingerprint, measurements, messages
+from kernels import bench, fingerprint, measurements, messages, recording
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def build_kind(code: str) -> str:
     if not bench.draft():
         return "build"
     modules = fingerprint.closure(fingerprint.imported_modules(code))
-    return "draft" if bench.unusable_records(_records_read(code, modules)) else "build"
+    return "draft" if recording.unusable_records(_records_read(code, modules)) else "build"
 
 
 class UnreadableDependency(OSError):
@@ -278,19 +278,21 @@ def _merge_lessons(
 
 def describe_figure(fig: Any) -> str:
     """Alt text for a figure, from what it draws: its panels' titles, what is plotted
-    against what, and the entries of its legends."""
+    against what, and the entries of its legends, in the language of the build (the
+    labels are drawn in it already)."""
     parts = []
     for ax in fig.axes:
         title = ax.get_title()
         if ax.get_xlabel() and ax.get_ylabel():
             title = f"{title}: " if title else ""
-            parts.append(f"{title}{ax.get_ylabel()} against {ax.get_xlabel()}")
+            against = messages._("{y} against {x}").format(y=ax.get_ylabel(), x=ax.get_xlabel())
+            parts.append(f"{title}{against}")
         elif title:
             parts.append(title)
     for legend in [*(ax.get_legend() for ax in fig.axes), *fig.legends]:
         if legend is not None:
             parts.append(", ".join(text.get_text() for text in legend.get_texts()))
-    return " ".join("; ".join(parts).split()) or "figure"
+    return " ".join("; ".join(parts).split()) or messages._("figure")
 
 
 def smallest_text_pt(fig: Any) -> float:

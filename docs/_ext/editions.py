@@ -14,7 +14,8 @@ this extension
   kept beside its doctrees, put back before sphinx-gallery looks and saved after the
   build, so that building one edition does not make the other run its examples again;
 - writes sphinx-gallery's "Total running time of the script" line in the edition's
-  language (the catalogs leave it out: its seconds change with every run).
+  language (the catalogs leave it out: its seconds change with every run), with where
+  the kernels ran.
 """
 
 import os
@@ -29,7 +30,8 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 
-from kernels.messages import LANGUAGE_VARIABLE, _, number
+from kernels.messages import LANGUAGE_VARIABLE, _, number, translated
+from kernels.runtime import describe_device
 
 # Each edition's language code (its folder under _build/html/) and its name in itself,
 # as pyproject.toml lists them (the noxfile builds them from the same list).
@@ -106,10 +108,14 @@ def save_gallery_output(app: Sphinx, exception: Exception | None) -> None:
         shutil.copytree(out, saved)
 
 
-def translate_running_time(app: Sphinx, doctree: nodes.document) -> None:
-    """Write a gallery page's running-time line in the edition's language."""
-    if app.config.language == "en":
-        return
+def qualify_running_time(app: Sphinx, doctree: nodes.document) -> None:
+    """Write a gallery page's running-time line in the edition's language, saying where
+    the example ran: in Triton's interpreter on the CPU, a script takes many times as
+    long as on a GPU, and a reader would otherwise take the one for the other.
+
+    Sphinx reads a gallery page when sphinx-gallery has written it, after running its
+    example in this process, so the device named is the one the example ran on.
+    """
     for strong in list(doctree.findall(nodes.strong)):
         after = strong.next_node(descend=False, siblings=True)
         if strong.astext() != _RUNNING_LABEL or not isinstance(after, nodes.Text):
@@ -117,8 +123,10 @@ def translate_running_time(app: Sphinx, doctree: nodes.document) -> None:
         match = _RUNNING_TIME.match(after.astext())
         if match is None:
             continue
-        time = _(" ({minutes} minutes {seconds} seconds)").format(
-            minutes=match.group(1), seconds=number(match.group(2))
+        time = _(" ({minutes} minutes {seconds} seconds; kernels on {device})").format(
+            minutes=match.group(1),
+            seconds=number(match.group(2)),
+            device=translated(describe_device()),
         )
         strong.replace(strong[0], nodes.Text(_("Total running time of the script:")))
         strong.parent.replace(after, nodes.Text(time))
@@ -129,7 +137,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     sphinx-gallery look at it (priorities 400 and 500)."""
     app.connect("config-inited", set_language)
     app.connect("builder-inited", restore_gallery_output, priority=300)
-    app.connect("doctree-read", translate_running_time)
+    app.connect("doctree-read", qualify_running_time)
     app.connect("html-page-context", add_switcher_links)
     app.connect("build-finished", save_gallery_output)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

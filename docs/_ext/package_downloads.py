@@ -50,21 +50,40 @@ def package_file(kind: str, version: str) -> str:
     return names[kind]
 
 
+def copy_sources(sources: Path, destination: Path) -> Path:
+    """Copy the course in ``sources`` to ``destination`` without what is not a source
+    (``NOT_SOURCES``) and without a symbolic link that leads out of ``sources``: a link
+    to an environment elsewhere (``.nox_link -> ~/venvs``) would otherwise be copied
+    whole, gigabytes, into every copy and the package built from it. A link inside the
+    sources stays a link."""
+    root = sources.resolve()
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        relative = Path(folder).relative_to(sources)
+        return {
+            n
+            for n in names
+            if n in NOT_SOURCES
+            or (relative / n).as_posix() in NOT_SOURCES
+            or _leads_out(Path(folder) / n, root)
+        }
+
+    shutil.copytree(sources, destination, ignore=ignore, symlinks=True)
+    return destination
+
+
+def _leads_out(path: Path, root: Path) -> bool:
+    """Whether ``path`` is a symbolic link whose target is not inside ``root``."""
+    return path.is_symlink() and not path.resolve().is_relative_to(root)
+
+
 def build_package(sources: Path, out: Path) -> list[str]:
     """Build the wheel and the source archive of the course in ``sources`` into ``out``;
     return the files' names. Raises RuntimeError with setuptools' message on failure."""
     shutil.rmtree(out, ignore_errors=True)  # an earlier build's files, of another version
     out.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as scratch:
-        copy = Path(scratch) / "course"
-
-        def ignore(folder: str, names: list[str]) -> set[str]:
-            relative = Path(folder).relative_to(sources)
-            return {
-                n for n in names if n in NOT_SOURCES or (relative / n).as_posix() in NOT_SOURCES
-            }
-
-        shutil.copytree(sources, copy, ignore=ignore)
+        copy = copy_sources(sources, Path(scratch) / "course")
         return [_build(kind, copy, out) for kind in ("wheel", "sdist")]
 
 

@@ -82,10 +82,13 @@ LOG_SUM_EXP = Exercise(
     ),
     starter="""\
 @triton.jit
-def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols,
+                         BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_SIZE)
-    x = tl.load(logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    x = tl.load(
+        logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")
+    )
     log_sum_exp = 0.0  # TODO: log(sum(exp(x))), without overflowing
     target = tl.load(targets_ptr + row)
     target_logit = tl.load(logits_ptr + row * n_cols + target)
@@ -106,10 +109,13 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, BLOCK_SIZE
     ),
     solution="""\
 @triton.jit
-def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols,
+                         BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_SIZE)
-    x = tl.load(logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    x = tl.load(
+        logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")
+    )
     row_max = tl.max(x, axis=0)
     log_sum_exp = row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))
     target = tl.load(targets_ptr + row)
@@ -172,7 +178,9 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, ignore_ind
                          BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_SIZE)
-    x = tl.load(logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    x = tl.load(
+        logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")
+    )
     row_max = tl.max(x, axis=0)
     log_sum_exp = row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))
     target = tl.load(targets_ptr + row)
@@ -198,7 +206,9 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, losses_ptr, n_cols, ignore_ind
                          BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_SIZE)
-    x = tl.load(logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    x = tl.load(
+        logits_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")
+    )
     row_max = tl.max(x, axis=0)
     log_sum_exp = row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))
     target = tl.load(targets_ptr + row)

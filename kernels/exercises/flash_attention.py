@@ -48,8 +48,9 @@ def _reference(case: Case) -> torch.Tensor:
 
 _KERNEL = """\
 @triton.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, seq_len, scale, HEAD_DIM: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, seq_len, scale,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + rows[:, None] * HEAD_DIM + dims[None, :],

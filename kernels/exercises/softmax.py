@@ -208,7 +208,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
     for i in range(1, n_cols):
         total += tl.exp(tl.load(start + i) - row_max)
     for i in range(n_cols):
-        tl.store(out_ptr + row * n_cols + i, tl.exp(tl.load(start + i) - row_max) / total)
+        tl.store(
+            out_ptr + row * n_cols + i, tl.exp(tl.load(start + i) - row_max) / total
+        )
 """,
     hints=(
         N_(

@@ -282,7 +282,9 @@ def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr)
 def row_max_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_SIZE)
-    x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    x = tl.load(
+        x_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf")
+    )
     row_max = tl.max(x, axis=0)
     tl.store(out_ptr + row, row_max)
 """,
