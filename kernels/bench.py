@@ -355,6 +355,9 @@ def measure(spec: BenchmarkSpec) -> Measurement:
     for index, size in enumerate(spec.gpu_sizes):
         work = what["work"][index]
         running = providers(spec)
+        # Where a record's time goes (issue 33's time goal): the checks include each
+        # provider's first call, so compiling and autotuning; the rest is timing.
+        phase_started = time.perf_counter()
         for name, fn in list(running.items()):
             if name != "Triton" and not spec.check_baselines:
                 continue
@@ -375,8 +378,10 @@ def measure(spec: BenchmarkSpec) -> Measurement:
                 del running[name]
                 continue
             worst_error = max(worst_error, result.relative_error)
+        checks_s = time.perf_counter() - phase_started
         generator = torch.Generator(device=device).manual_seed(size)
         inputs = spec.make_inputs(size, spec.dtype, device, generator)
+        phase_started = time.perf_counter()
         for name in names:
             kernel_rate = call_rate = None
             if name in running:
@@ -402,10 +407,12 @@ def measure(spec: BenchmarkSpec) -> Measurement:
                 peak_memory[name].append(None)
         del inputs, running
         torch.cuda.empty_cache()
+        timing_s = time.perf_counter() - phase_started
         print(
             f"{spec.name} {spec.x_name}={size:>11,}: "
             + "  ".join(f"{n} {_shown(v[-1])}" for n, v in series.items())
-            + f" {spec.metric} (kernel time)",
+            + f" {spec.metric} (kernel time; checks {checks_s:.1f} s,"
+            f" timing {timing_s:.1f} s)",
             flush=True,
         )
     ceiling = (

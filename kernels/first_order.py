@@ -29,11 +29,17 @@ class _NoSecondDerivative(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads: torch.Tensor):
-        raise RuntimeError(
-            f"{ctx.operation} has no second derivative: its backward pass runs Triton "
-            "kernels that autograd cannot differentiate. Differentiate it once (without "
-            "create_graph=True), or use PyTorch's version for higher derivatives"
-        )
+        raise no_second_derivative(ctx.operation)
+
+
+def no_second_derivative(operation: str) -> RuntimeError:
+    """The error for a second derivative of ``operation``, whose backward pass runs
+    Triton kernels."""
+    return RuntimeError(
+        f"{operation} has no second derivative: its backward pass runs Triton "
+        "kernels that autograd cannot differentiate. Differentiate it once (without "
+        "create_graph=True), or use PyTorch's version for higher derivatives"
+    )
 
 
 def first_order_only(operation: str) -> Callable:
@@ -49,6 +55,13 @@ def first_order_only(operation: str) -> Callable:
     def decorate(backward: Callable) -> Callable:
         @functools.wraps(backward)
         def guarded(ctx, *grad_outputs):
+            # An incoming gradient may be a lazily negated or conjugated view (autograd
+            # passes what the caller gave, such as torch._neg_view(g)): the kernels read
+            # raw memory, so the bit is resolved here, once for every backward pass.
+            grad_outputs = tuple(
+                g.resolve_neg().resolve_conj() if isinstance(g, torch.Tensor) else g
+                for g in grad_outputs
+            )
             if not torch.is_grad_enabled():
                 return backward(ctx, *grad_outputs)
             with torch.no_grad():

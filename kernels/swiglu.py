@@ -22,7 +22,7 @@ from torch.library import triton_op, wrap_triton
 
 from .checks import check_same_layout, check_tensor, needs_grad
 from .direct_launch import launch
-from .first_order import first_order_only
+from .first_order import first_order_only, no_second_derivative
 from .launch import accumulator, cdiv
 
 # float64 is there for gradient checks against PyTorch.
@@ -231,6 +231,15 @@ def _swiglu_op_backward(ctx, dout: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 
 swiglu_op.register_autograd(_swiglu_op_backward, setup_context=_save_inputs)
+
+
+def _swiglu_backward_op_backward(ctx, *grads: torch.Tensor) -> None:
+    # Without a registered backward, PyTorch's own error would come from deep inside
+    # torch.library; this one names the operation, as first_order_only does.
+    raise no_second_derivative("swiglu_op")
+
+
+swiglu_backward_op.register_autograd(_swiglu_backward_op_backward)
 
 
 def torch_swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
