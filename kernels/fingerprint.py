@@ -82,21 +82,21 @@ def _imported_names(source: str, package: str) -> frozenset[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            module = _absolute(node, package)
+            module = _absolute(node.level, node.module, package)
             found.add(module)
             # ``from kernels import x`` or ``from .sub import y``: x or y may be a module.
             found.update(f"{module}.{alias.name}" for alias in node.names)
     return frozenset(found)
 
 
-def _absolute(node: ast.ImportFrom, package: str) -> str:
-    """The module a ``from ... import`` names, a relative one (``from .spec``, as the
-    modules of the package write it, or ``from ..checks`` in a subpackage) read from
-    ``package``."""
-    if node.level == 0:
-        return node.module or ""
-    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-    return ".".join([*base, *filter(None, [node.module])])
+def _absolute(level: int, module: str | None, package: str) -> str:
+    """The module a ``from ... import`` names, given its dots (``level``) and the name
+    after them: a relative one (``from .spec``, as the modules of the package write it,
+    or ``from ..checks`` in a subpackage) read from ``package``."""
+    if level == 0:
+        return module or ""
+    parts = package.split(".")
+    return ".".join([*parts[: len(parts) - (level - 1)], *filter(None, [module])])
 
 
 def closure(modules: Iterable[str]) -> list[str]:
@@ -169,9 +169,7 @@ _RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+(\.+)([\w.]*)\s+import\b")
 
 
 def _as_absolute(match: re.Match[str], package: str) -> str:
-    parts = package.split(".")
-    base = parts[: max(1, len(parts) - (len(match.group(2)) - 1))]
-    module = ".".join([*base, *filter(None, [match.group(3)])])
+    module = _absolute(len(match.group(2)), match.group(3), package)
     return f"{match.group(1)}from {module} import"
 
 
