@@ -384,7 +384,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
     ]  # fmt: skip
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch, "softmax.ncu-rep")
-        target = [sys.executable, "-m", __name__, "--launches"]
+        target = [sys.executable, "-m", "kernels.saved_profiles", "--launches"]
         subprocess.run(
             [ncu, *options, "-f", "-o", str(report.with_suffix("")), *target],
             check=True,
