@@ -31,6 +31,8 @@ PROFILES = Path(__file__).resolve().parent.parent / "docs" / "lessons" / "profil
 PROTON_FILE, NCU_FILE = "softmax_proton.json", "softmax_ncu.json"
 ROWS, COLUMNS, WIDE_COLUMNS = 4096, 8192, 32768
 PROTON_CALLS = 10
+# The columns of each launch of profiled_launches, in the order Nsight Compute sees them.
+PROFILED_COLUMNS = (COLUMNS, WIDE_COLUMNS, WIDE_COLUMNS)
 NCU_SECTIONS = (
     "LaunchStats",
     "Occupancy",
@@ -141,9 +143,12 @@ _UNITS = {
 }
 
 
-def profiles_dir(gpu: str) -> Path:
-    """The folder of ``gpu``'s saved profiles (``gpu``: a records folder name, ``h100``)."""
-    return PROFILES / gpu
+def profiles_dir(gpu: str | None = None) -> Path:
+    """The folder of ``gpu``'s saved profiles (a records folder's name, such as ``h100``;
+    the primary GPU's by default)."""
+    from .measurements import PRIMARY_GPU
+
+    return PROFILES / (PRIMARY_GPU if gpu is None else gpu)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -282,6 +287,38 @@ def read_ncu_report(path: Path) -> NcuReport:
             raise ProfileError(f"{path}: launch {launch} has no stall metrics")
         launches.append(_launch(path, launch, kernels[launch], rows, stalls[launch]))
     return NcuReport(_provenance(doc), launches)
+
+
+def saved_proton_profile(gpu: str | None = None) -> ProtonProfile:
+    """The Proton profile saved for ``gpu`` (the primary GPU's by default)."""
+    return read_proton_profile(profiles_dir(gpu) / PROTON_FILE)
+
+
+def saved_ncu_report(gpu: str | None = None) -> NcuReport:
+    """The Nsight Compute report saved for ``gpu`` (the primary GPU's by default), one
+    launch per entry of PROFILED_COLUMNS."""
+    path = profiles_dir(gpu) / NCU_FILE
+    report = read_ncu_report(path)
+    if len(report.launches) != len(PROFILED_COLUMNS):
+        raise ProfileError(
+            f"{path}: {len(report.launches)} launches; profiled_launches makes "
+            f"{len(PROFILED_COLUMNS)}"
+        )
+    return report
+
+
+def caption(provenance: Mapping[str, str]) -> str:
+    """One line saying which tool took a saved profile, where, when and of which code."""
+    from .fingerprint import short_commit
+    from .messages import _
+
+    date = provenance["date"].replace("T", " ").replace("Z", " UTC")
+    return _(
+        "{tool}; {gpu}, driver {driver}, torch {torch}, Triton {triton}, {date}, code "
+        "at commit {commit}"
+    ).format(
+        **{**provenance, "date": date, "commit": short_commit(provenance["commit"])}
+    )
 
 
 def top_stalls(launch: ProfiledLaunch, count: int = 3) -> list[tuple[str, float]]:
@@ -424,7 +461,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         profiled_launches()
         return
     if args:
-        raise SystemExit(f"usage: python -m {__name__} (no arguments); got {args}")
+        raise SystemExit(
+            f"usage: python -m kernels.saved_profiles (no arguments); got {args}"
+        )
     import torch
 
     from .measurements import gpu_slug
