@@ -17,6 +17,7 @@ at 8,192 columns as the launcher runs it, and at 32,768 columns in one tile with
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,8 +32,13 @@ PROFILES = Path(__file__).resolve().parent.parent / "docs" / "lessons" / "profil
 PROTON_FILE, NCU_FILE = "softmax_proton.json", "softmax_ncu.json"
 ROWS, COLUMNS, WIDE_COLUMNS = 4096, 8192, 32768
 PROTON_CALLS = 10
-# The columns of each launch of profiled_launches, in the order Nsight Compute sees them.
+# The columns of each launch of profiled_launches, in the order Nsight Compute sees them,
+# and the warps of those whose warps it sets (the launcher picks the first's).
 PROFILED_COLUMNS = (COLUMNS, WIDE_COLUMNS, WIDE_COLUMNS)
+PROFILED_WARPS = (None, 4, 16)
+# Reasons that are not waits: the warp that issued, and warps that could have issued
+# but another was picked.
+NOT_WAITING = frozenset({"selected", "not_selected"})
 NCU_SECTIONS = (
     "LaunchStats",
     "Occupancy",
@@ -98,7 +104,7 @@ class ProfiledLaunch:
     memory_tb_s: float
     dram_percent: float
     spill_requests: int
-    shared_memory_configured_kb: float
+    shared_memory_configured: int
     limit_registers: int
     limit_warps: int
     limit_shared_memory: int
@@ -125,7 +131,7 @@ _DETAILS = {
     "memory_tb_s": ("Memory Workload Analysis", "Memory Throughput"),
     "dram_percent": ("GPU Speed Of Light Throughput", "DRAM Throughput"),
     "spill_requests": ("Memory Workload Analysis", "Local Memory Spilling Requests"),
-    "shared_memory_configured_kb": (
+    "shared_memory_configured": (
         "Launch Statistics",
         "Shared Memory Configuration Size",
     ),
@@ -135,11 +141,12 @@ _DETAILS = {
     "theoretical_occupancy": ("Occupancy", "Theoretical Occupancy"),
     "achieved_occupancy": ("Occupancy", "Achieved Occupancy"),
 }
-# The unit each field is kept in, and the factor from each unit ncu may print it in.
+# The unit each field is kept in, and the factor from each unit ncu may print it in
+# (ncu's Kbyte and Tbyte are decimal: 1,000 and 10^12 bytes).
 _UNITS = {
-    "duration_us": {"us": 1.0, "ms": 1e3, "ns": 1e-3},
-    "memory_tb_s": {"Tbyte/s": 1.0, "Gbyte/s": 1e-3},
-    "shared_memory_configured_kb": {"Kbyte": 1.0, "byte": 1e-3},
+    "duration_us": {"us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3},
+    "memory_tb_s": {"Tbyte/s": 1.0, "Tbyte/second": 1.0, "Gbyte/s": 1e-3},
+    "shared_memory_configured": {"byte": 1.0, "Kbyte": 1e3},
 }
 
 
@@ -238,7 +245,9 @@ def _launch(
             number *= _UNITS[field][unit]
         fields[field] = number
     counts = [f for f in fields if f.startswith("limit_")]
-    for field in ("threads", "registers", "spill_requests", *counts):
+    for field in ("threads", "registers", "spill_requests", "shared_memory_configured"):
+        fields[field] = round(fields[field])
+    for field in counts:
         fields[field] = int(fields[field])
     return ProfiledLaunch(kernel=kernel, stalls=stalls, **fields)
 
@@ -275,6 +284,11 @@ def read_ncu_report(path: Path) -> NcuReport:
         raise ProfileError(f"{path}: the stall_metrics table has no 'ID' column")
     stalls: dict[str, dict[str, float]] = {}
     for row in raw[2:]:  # the second row holds the units
+        if len(row) != len(stall_header):
+            raise ProfileError(
+                f"{path}: a stall_metrics row has {len(row)} cells; its header "
+                f"{len(stall_header)}"
+            )
         named = dict(zip(stall_header, row, strict=True))
         stalls[named["ID"]] = {
             name.removeprefix(_STALL_PREFIX).removesuffix(_STALL_SUFFIX): _number(value)
@@ -304,7 +318,18 @@ def saved_ncu_report(gpu: str | None = None) -> NcuReport:
             f"{path}: {len(report.launches)} launches; profiled_launches makes "
             f"{len(PROFILED_COLUMNS)}"
         )
+    for number, (launch, warps) in enumerate(
+        zip(report.launches, PROFILED_WARPS, strict=True)
+    ):
+        if warps is not None and launch.warps != warps:
+            raise ProfileError(
+                f"{path}: launch {number} ran {launch.warps} warps; profiled_launches "
+                f"launches it with {warps}: the report is of other launches"
+            )
     return report
+
+
+_TOOL_NOISE = r" \((?:build [^)]*|public-release)\)|, Triton [\w.+]+$"
 
 
 def caption(provenance: Mapping[str, str]) -> str:
@@ -313,18 +338,25 @@ def caption(provenance: Mapping[str, str]) -> str:
     from .messages import _
 
     date = provenance["date"].replace("T", " ").replace("Z", " UTC")
+    # The tool named in short: no build number, no release channel, no second Triton.
+    tool = re.sub(_TOOL_NOISE, "", provenance["tool"])
     return _(
         "{tool}; {gpu}, driver {driver}, torch {torch}, Triton {triton}, {date}, code "
         "at commit {commit}"
     ).format(
-        **{**provenance, "date": date, "commit": short_commit(provenance["commit"])}
+        **{
+            **provenance,
+            "tool": tool,
+            "date": date,
+            "commit": short_commit(provenance["commit"]),
+        }
     )
 
 
 def top_stalls(launch: ProfiledLaunch, count: int = 3) -> list[tuple[str, float]]:
     """The ``count`` reasons that stalled the most warps per issued instruction, most
-    first. "selected" is left out: it counts the warp that issued, not a wait."""
-    reasons = [(r, v) for r, v in launch.stalls.items() if r != "selected"]
+    first, leaving out those that are not waits (NOT_WAITING)."""
+    reasons = [(r, v) for r, v in launch.stalls.items() if r not in NOT_WAITING]
     return sorted(reasons, key=lambda item: -item[1])[:count]
 
 
@@ -372,7 +404,6 @@ def take_proton_profile(folder: Path) -> Path:
     """Run the profiling lesson's Proton example, as the page prints it, and save the
     profile Proton wrote in ``folder``."""
     import torch
-    import triton
     import triton.profiler as proton
 
     from . import softmax
@@ -388,7 +419,7 @@ def take_proton_profile(folder: Path) -> Path:
         proton.finalize()
         tree = json.loads(Path(scratch, "softmax.hatchet").read_text())
     doc = _provenance_now(
-        f"Proton (triton.profiler), Triton {triton.__version__}",
+        "Proton (triton.profiler)",
         "python -m kernels.saved_profiles",
     )
     return _save(folder / PROTON_FILE, {**doc, "hatchet": tree})
@@ -433,7 +464,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True)
     doc = _provenance_now(
         "Nsight Compute "
-        + version.stdout.strip().splitlines()[-1].removeprefix("Version "),
+        + version.stdout.strip().splitlines()[-1].removeprefix("Version ").split()[0],
         " ".join(["ncu", *options, "python -m kernels.saved_profiles --launches"]),
     )
     return _save(

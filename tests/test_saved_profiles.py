@@ -74,19 +74,34 @@ def test_what_the_page_says_of_the_report(report: saved_profiles.NcuReport) -> N
     # Only the 32,768-column tile at 4 warps spills, with 255 registers: two programs.
     assert (spilling.warps, spilling.registers, spilling.limit_registers) == (4, 255, 2)
     assert spilling.spill_requests > 0 and usual.spill_requests == wide.spill_requests == 0
-    # It takes longer than the same tile at 16 warps, the memory about as busy.
+    # It takes longer than the same tile at 16 warps, the memory about as busy: more
+    # bytes in all; and it keeps half as many warps on an SM.
     assert spilling.duration_us > 1.2 * wide.duration_us
     assert spilling.memory_tb_s == pytest.approx(wide.memory_tb_s, rel=0.1)
+    moved = [launch.memory_tb_s * launch.duration_us for launch in (spilling, wide)]
+    assert moved[0] > moved[1]
+    assert 2 * spilling.theoretical_occupancy == wide.theoretical_occupancy
     # The shared-memory carveout is smaller than occupancy() assumes, and not binding.
     for launch in report.launches:
-        assert launch.shared_memory_configured_kb < profiling.SHARED_MEMORY_PER_SM / 1024
+        assert launch.shared_memory_configured < profiling.SHARED_MEMORY_PER_SM
         assert launch.limit_shared_memory > launch.limit_registers
 
 
-def test_top_stalls_leaves_out_the_warp_that_issued() -> None:
+def test_top_stalls_leaves_out_what_is_not_a_wait() -> None:
     launch = saved_profiles.saved_ncu_report().launches[0]
     reasons = [reason for reason, _ in saved_profiles.top_stalls(launch, count=30)]
-    assert "selected" not in reasons and len(reasons) == len(launch.stalls) - 1
+    assert not {"selected", "not_selected"} & set(reasons)
+    assert len(reasons) == len(launch.stalls) - 2
+
+
+def test_the_caption_names_the_tool_in_short() -> None:
+    provenance = saved_profiles.saved_ncu_report().provenance
+    tool = "Nsight Compute 2025.3.1.0 (build 36398880) (public-release)"
+    assert saved_profiles.caption({**provenance, "tool": tool}).startswith(
+        "Nsight Compute 2025.3.1.0; NVIDIA"
+    )
+    proton = {**provenance, "tool": "Proton (triton.profiler), Triton 3.6.0"}
+    assert saved_profiles.caption(proton).startswith("Proton (triton.profiler); NVIDIA")
 
 
 @pytest.mark.parametrize("key", saved_profiles.PROVENANCE_KEYS)
@@ -135,7 +150,7 @@ def test_a_launch_missing_a_metric_is_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("column", "value", "message"),
     [
-        ("Metric Unit", "furlong", "is in 'furlong'; expected one of us, ms, ns"),
+        ("Metric Unit", "furlong", "is in 'furlong'; expected one of us, "),
         ("Metric Value", "n/a", "is 'n/a', not a number"),
     ],
 )
@@ -155,6 +170,21 @@ def test_a_launch_without_stall_metrics_is_refused(tmp_path: Path) -> None:
     doc = _doc(saved_profiles.NCU_FILE)
     doc["stall_metrics"] = doc["stall_metrics"][:3]  # header, units, launch 0
     with pytest.raises(ProfileError, match="launch 1 has no stall metrics"):
+        saved_profiles.read_ncu_report(_write(tmp_path, doc))
+
+
+def test_a_report_whose_launches_ran_other_warps_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(saved_profiles, "PROFILED_WARPS", (None, 8, 16))
+    with pytest.raises(ProfileError, match=r"launch 1 ran 4 warps; .* with 8"):
+        saved_profiles.saved_ncu_report()
+
+
+def test_a_ragged_stall_metrics_row_is_refused(tmp_path: Path) -> None:
+    doc = _doc(saved_profiles.NCU_FILE)
+    doc["stall_metrics"][2] = doc["stall_metrics"][2][:-1]
+    with pytest.raises(ProfileError, match="a stall_metrics row has"):
         saved_profiles.read_ncu_report(_write(tmp_path, doc))
 
 
