@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from . import fingerprint, liger, measurements, provenance, timing
+from . import ceilings, fingerprint, liger, measurements, provenance, timing
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -44,6 +44,21 @@ from .spec import BenchmarkSpec, Output, ProviderUnavailable
 # units of rounding for bfloat16 (8 significant bits: 2**-8 is 0.004) and float16 (11
 # bits: 0.0005); for float32 (24 bits: 6e-8) room for what sums over long rows gather.
 RELATIVE_TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-5}
+
+
+def relative_tolerance(dtype: torch.dtype) -> float:
+    """The relative error allowed against float64 for outputs in ``dtype``: the table's
+    for the dtypes it holds; for another floating dtype (fp8, say), one unit of its
+    rounding (``torch.finfo(dtype).eps``), so that a new dtype needs no edit here."""
+    if dtype in RELATIVE_TOLERANCE:
+        return RELATIVE_TOLERANCE[dtype]
+    if not dtype.is_floating_point:
+        raise ValueError(
+            f"no relative tolerance for {dtype}: outputs are compared with float64 "
+            "by relative error, which needs a floating dtype"
+        )
+    return float(torch.finfo(dtype).eps)
+
 
 # The module that times the launch_overhead record (it has no spec of its own), under
 # the package's name in a clone (kernels) or installed (ninja_gap.kernels).
@@ -134,7 +149,7 @@ def tolerance(out: Output, reference: Output, dtype: torch.dtype) -> float:
         ref.to(one.dtype) if one.is_floating_point() else ref
         for one, ref in zip(outs, refs, strict=True)
     )
-    return max(RELATIVE_TOLERANCE[dtype], 2 * relative_error(rounded, refs))
+    return max(relative_tolerance(dtype), 2 * relative_error(rounded, refs))
 
 
 def _float64_copy(tensor: torch.Tensor) -> torch.Tensor:
@@ -415,9 +430,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
             f" timing {timing_s:.1f} s)",
             flush=True,
         )
-    ceiling = (
-        timing.copy_ceiling() if spec.metric == "GB/s" else timing.matmul_ceiling()
-    )
+    ceiling = ceilings.ceiling_for(spec.metric, spec.dtype)
     return Measurement(
         **what,
         series={name: tuple(values) for name, values in series.items()},
@@ -581,7 +594,7 @@ def _refuse_if_unlike_spec(
             f"{path}: Triton has no rate at {spec.x_name}={missing}; Triton must run everywhere"
         )
     error = record.details.get("check", {}).get("worst_relative_error")
-    bound = RELATIVE_TOLERANCE[spec.dtype] * CHECK_MARGIN
+    bound = relative_tolerance(spec.dtype) * CHECK_MARGIN
     # JSON's false reads as False, an int equal to 0: no check wrote it.
     if (
         not isinstance(error, int | float)

@@ -19,7 +19,7 @@ from records import (
     within,
 )
 
-from kernels import fingerprint, launch_cost, measurements, shards
+from kernels import ceilings, fingerprint, launch_cost, measurements, shards
 from kernels.bench import discover, load_current
 from kernels.launch_record import load_current_launch_overhead
 from kernels.measurements import MeasurementError
@@ -39,7 +39,8 @@ def test_recorded_file_follows_the_contract(path: Path) -> None:
     if isinstance(record, measurements.LaunchOverhead):
         assert record.metric == "us"
     else:
-        assert record.ceiling.name in {"device copy", "cuBLAS bf16 matmul"}
+        products = {f"cuBLAS {name} matmul" for name in ceilings.SHORT_NAMES.values()}
+        assert record.ceiling.name in {"device copy", *products}
     assert "NVIDIA" in record.environment["gpu"], "recorded files come from GPU runs"
 
 
@@ -51,7 +52,11 @@ def test_each_benchmark_has_a_record_of_its_current_code_and_spec(name: str) -> 
     assert record.x == tuple(spec.gpu_sizes)
     assert record.work == tuple(spec.work(size, spec.dtype) for size in spec.gpu_sizes)
     assert record.providers == spec.series_names
-    expected_ceiling = "device copy" if spec.metric == "GB/s" else "cuBLAS bf16 matmul"
+    expected_ceiling = (
+        "device copy"
+        if spec.metric == "GB/s"
+        else f"cuBLAS {ceilings.SHORT_NAMES[spec.dtype]} matmul"
+    )
     assert record.ceiling.name == expected_ceiling
 
 
