@@ -43,10 +43,11 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # about 85 operations per byte of bfloat16 loaded (``128 x 256 / (128 + 256)``),
 # whatever ``BLOCK_K`` is.
 #
-# That is fewer than an H200 needs to keep its *tensor cores* (its units for matrix
-# arithmetic, below) busy on data that comes from memory: its datasheet's bfloat16
-# tensor-core rate (without sparsity) divided by its memory bandwidth is about two
-# hundred operations per byte. The rest of the reuse comes
+# That is fewer than an H100, whose records this page shows, needs to keep its *tensor
+# cores* (its units for matrix arithmetic, below) busy on data that comes from memory:
+# its datasheet's bfloat16 tensor-core rate (without sparsity) divided by its memory
+# bandwidth is about three hundred operations per byte (an H200, with faster memory,
+# about two hundred). The rest of the reuse comes
 # from the *L2 cache*, the on-chip cache that all programs share: every program in a row
 # of tiles loads the same tiles of ``A``, every program in a column the same tiles of
 # ``B``, and a load that finds its data in L2 does not go to memory. "The order of the
@@ -99,7 +100,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #      :pyobject: gelu_tanh
 #
 # What the kernel does not say is just as telling. Each SM (streaming multiprocessor;
-# the H200 has 132 of them) has a *shared memory*, a fast on-chip memory that the
+# an H100 or H200 has 132 of them) has a *shared memory*, a fast on-chip memory that the
 # threads of a program share. The compiler stages the tiles of ``A`` and ``B`` there,
 # picks the tensor-core instructions, and issues the loads of the next steps along
 # ``K`` while the current step is multiplied. The kernel never mentions any of it; one
@@ -130,12 +131,15 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #    :pyobject: tma_ready
 #
 # For large outputs the launcher runs the same kernel made *persistent*: a fixed number
-# of programs, one or two per SM, each computing every ``PROGRAMS``-th tile in turn,
-# instead of one program per tile. With one program per tile, the tiles come in
-# *waves* of as many programs as the SMs hold at once; when the count of tiles is not a
-# multiple of that, the last wave leaves most SMs idle. ``flatten=True`` lets Triton
-# start loading a tile's first steps while the previous tile's result is still being
-# stored.
+# of programs, two per SM (of which one or two run at a time, as shared memory allows),
+# each computing every ``PROGRAMS``-th tile in turn, instead of one program per tile.
+# With one program per tile, the tiles come in *waves* of as many programs as the SMs
+# hold at once; when the count of tiles is not a multiple of that, the last wave leaves
+# most SMs idle. ``flatten=True`` asks Triton to merge the loop over tiles with the loop
+# over ``K``, so that a tile's first loads could start while the previous tile's result
+# is stored; Triton merges only loops whose inner bounds do not change with the outer
+# loop, and the split along ``K`` (below) makes them change, so here the request has no
+# effect.
 #
 # Being persistent does not by itself cure the idle last wave: with one large tile per
 # SM at a time, 3072 x 3072 in tiles of 128 x 256 is 288 tiles, two full rounds on an
@@ -284,12 +288,12 @@ for name, mine, reference in (
 # Which program computes which tile matters for the L2 cache. Programs start roughly in
 # the order of their numbers, and an SM runs one program of this kernel at a time, or
 # two of the configuration with the smallest buffers: their pipeline buffers (below)
-# take from 96 to 192 KiB of its 228 KiB of shared memory. So the H200's 132 SMs run
+# take from 96 to 192 KiB of its 228 KiB of shared memory. So the 132 SMs run
 # between 132 and 264 programs at a time, out of the 2048 tiles of an 8192 x 8192
 # product in 128 x 256 tiles. Numbered along the rows of ``C``, the programs in flight
 # cover a few rows of tiles: they share the tiles of ``A`` of those rows, but need every
-# column of ``B``, which for a large product is more than the L2 cache holds (60 MB on
-# an H200, as CUDA reports it). Grouped ordering numbers the tiles down ``GROUP_M`` rows
+# column of ``B``, which for a large product is more than the L2 cache holds (50 MB on
+# an H100, 60 MB on an H200). Grouped ordering numbers the tiles down ``GROUP_M`` rows
 # of tiles before moving right, so that the programs in flight share a few tile rows of
 # ``A`` and a few tile columns of ``B`` (such a remapping of program numbers is also
 # called *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
@@ -462,12 +466,14 @@ table
 # * Small products leave most of the GPU idle: a 512 x 512 product has at most 64 tiles
 #   (of 64 x 64, the smallest candidate) for 132 SMs, so neither library gets near the
 #   ceiling there.
-# * The gap between Triton's two lines is time spent outside the kernel. Our launcher
-#   is Python: it checks the inputs, looks up the plan that its first call of this
-#   shape made (``_tma_plans`` in ``kernels/matmul.py``: the configuration autotune
-#   chose, the grid and the descriptors' shapes) and builds the descriptors before
-#   each launch. A small product's kernel is too short to
-#   hide that; a large one's is not.
+# * The gap between each library's two lines is time on the GPU outside the kernel.
+#   At small sizes it is a few microseconds for both, although our launcher is Python:
+#   it checks the inputs, looks up the plan that its first call of this shape made
+#   (``_tma_plans`` in ``kernels/matmul.py``: the configuration autotune chose, the grid
+#   and the descriptors' shapes) and builds the descriptors before each launch. The L2
+#   flush before each timed call gives the host time for that (see the lesson). Where
+#   Triton's call time jumps far above its kernel time at a single size, the
+#   measurements do not say why.
 # * From 4096 up, the table gives Triton's rate as a share of the ceiling and as a
 #   ratio to cuBLAS, and the line under it says at which sizes the goal was met.
 # * The ceiling is a measurement too, taken once at the end of the run. A GPU's clock
@@ -652,10 +658,11 @@ table
 # %%
 # An ``M x 8192`` by ``8192 x 8192`` product reads the 128 MiB weight once and does
 # ``2 x M`` operations per weight element, that is ``M`` operations per byte. With 16
-# rows that is far below the two hundred or so that the tensor cores need: the product
+# rows that is far below the two to three hundred that the tensor cores need: the product
 # waits on memory, and no rate near the ceiling is possible for anyone. What counts is
 # that the programs stream the weight at the memory's rate. For at most 64 rows the
-# candidates include tiles of 16 and 32 rows, which multiply little padding, and tiles
+# candidates include tiles of 16 rows (and from 17 rows on, of 32), which multiply
+# little padding, and tiles
 # of 32 to 128 columns: at 16 rows the grid is a single row of tiles, 64 to 256 programs
 # for 132 SMs; at 64 rows the candidates also include tiles of 64 rows. The table gives
 # Triton's rate and its ratio to cuBLAS as ``M`` grows.

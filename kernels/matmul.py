@@ -376,9 +376,11 @@ def matmul_tma_persistent_kernel(
 ):
     # matmul_tma_kernel made persistent: PROGRAMS programs (one or two per SM), each
     # computing every PROGRAMS-th unit of work in turn, instead of one program per tile.
-    # FLATTEN asks Triton to pipeline the loop over units and the loop over K as one, so
-    # that the loads of a unit's first steps overlap the previous unit's epilogue (as
-    # Triton's persistent-matmul tutorial does).
+    # FLATTEN asks Triton to pipeline the loop over units and the loop over K as one
+    # (as Triton's persistent-matmul tutorial does), so that a unit's first loads
+    # overlap the previous unit's epilogue. Triton fuses only loops whose inner bounds
+    # do not change with the outer loop (its FuseNestedLoops pass); the split along K
+    # makes them change here, so compiled for sm_90 (Triton 3.9) the loops stay two.
     #
     # Wave quantisation: SLOTS tiles (one per SM) run at a time, and when the tiles are
     # not a multiple of SLOTS the last round leaves most SMs idle (3072 x 3072 in tiles

@@ -230,14 +230,18 @@ class HostOverhead:
     """How much of a call of ``provider`` is not its kernel, from one record: at ``size``,
     where call time is the largest multiple of kernel time, the two times and the call
     time of ``baseline``; at the largest size, ``launch_us``, call time less kernel time;
-    and the smallest sizes from which on the call time of each is within the chosen
-    factor of its kernel time (None if not even at the largest size)."""
+    the smallest and largest call time less kernel time of the two over every size
+    (``gap_low_us``, ``gap_high_us``); and the smallest sizes from which on the call
+    time of each is within the chosen factor of its kernel time (None if not even at the
+    largest size)."""
 
     size: int
     kernel_us: float
     call_us: float
     baseline_call_us: float | None
     launch_us: float | None
+    gap_low_us: float
+    gap_high_us: float
     close_from: int | None
     baseline_close_from: int | None
 
@@ -251,6 +255,14 @@ def host_overhead(
     index = record.x.index(size)
     kernel, call = times_us(record, provider), times_us(record, provider, call=True)
     last_kernel, last_call = kernel[-1], call[-1]
+    gaps = [
+        c - k
+        for name in (provider, baseline)
+        for k, c in zip(
+            times_us(record, name), times_us(record, name, call=True), strict=True
+        )
+        if k is not None and c is not None
+    ]
     return HostOverhead(
         size=size,
         kernel_us=kernel[index],
@@ -259,6 +271,8 @@ def host_overhead(
         launch_us=None
         if last_kernel is None or last_call is None
         else last_call - last_kernel,
+        gap_low_us=min(gaps),
+        gap_high_us=max(gaps),
         close_from=first_size_within(record, provider, factor),
         baseline_close_from=first_size_within(record, baseline, factor),
     )

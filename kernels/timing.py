@@ -11,7 +11,8 @@ nor a slow Python launcher can show up in it. The median over the repeats is kep
 
 *Call time* is what a Python caller pays for one call, launch included:
 ``triton.testing.do_bench`` with its events around each call, L2 flushed before each,
-median. Where the host is slower than the GPU, call time is the host's time.
+median. The flush keeps the GPU busy while the host issues the call, so host work
+shorter than the flush does not show in call time.
 
 Both are part of every record's fingerprint: a change here makes every record stale.
 """

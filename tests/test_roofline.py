@@ -135,6 +135,15 @@ def test_host_overhead_compares_both_providers_at_the_widest_gap() -> None:
     assert overhead.baseline_call_us == pytest.approx(2 * kernel_us)
     assert overhead.launch_us == pytest.approx(0.01 * 12 * X[-1] / 3000e9 * 1e6)
     assert (overhead.close_from, overhead.baseline_close_from) == (X[3], X[2])
+    # Call less kernel time of both providers, the least and the most over the sizes.
+    ratios = [(3, 10, 2, 1.05, 1.01), (2, 2, 1.05, 1.05, 1.02)]
+    gaps = [
+        (r - 1) * 12 * x / 3000e9 * 1e6
+        for provider in ratios
+        for r, x in zip(provider, X, strict=True)
+    ]
+    assert overhead.gap_low_us == pytest.approx(min(gaps))
+    assert overhead.gap_high_us == pytest.approx(max(gaps))
 
 
 def test_a_missing_rate_ends_the_run_of_close_sizes() -> None:
