@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -332,15 +333,16 @@ def saved_ncu_report(gpu: str | None = None) -> NcuReport:
 _TOOL_NOISE = r" \((?:build [^)]*|public-release)\)|, Triton [\w.+]+$"
 
 
-def caption(provenance: Mapping[str, str]) -> str:
-    """One line saying which tool took a saved profile, where, when and of which code."""
+def caption(provenance: Mapping[str, str], width: int = 80) -> str:
+    """Which tool took a saved profile, where, when and of which code, wrapped at
+    ``width`` columns."""
     from .fingerprint import short_commit
     from .messages import _
 
     date = provenance["date"].replace("T", " ").replace("Z", " UTC")
     # The tool named in short: no build number, no release channel, no second Triton.
     tool = re.sub(_TOOL_NOISE, "", provenance["tool"])
-    return _(
+    line = _(
         "{tool}; {gpu}, driver {driver}, torch {torch}, Triton {triton}, {date}, code "
         "at commit {commit}"
     ).format(
@@ -351,6 +353,60 @@ def caption(provenance: Mapping[str, str]) -> str:
             "commit": short_commit(provenance["commit"]),
         }
     )
+    return textwrap.fill(line, width)
+
+
+def ncu_table(report: NcuReport) -> str:
+    """The launches of a saved report as the profiling lesson prints them: a table of
+    registers, spill requests, duration, memory throughput and occupancy, then each
+    launch's top stall reasons (:func:`top_stalls`), in the language of this run."""
+    from .messages import _, number
+
+    rows = [
+        [
+            _("columns"),
+            _("warps"),
+            _("registers"),
+            _("spill requests"),
+            _("µs"),
+            _("TB/s"),
+            _("occupancy"),
+        ]
+    ]
+    waits = [_("most warps waiting on:")]
+    for columns, launch in zip(PROFILED_COLUMNS, report.launches, strict=True):
+        rows.append(
+            [
+                number(f"{columns:,}"),
+                str(launch.warps),
+                str(launch.registers),
+                number(f"{launch.spill_requests:,}"),
+                number(f"{launch.duration_us:.1f}"),
+                number(f"{launch.memory_tb_s:.2f}"),
+                _("{theoretical}%, achieved {achieved}%").format(
+                    theoretical=number(f"{launch.theoretical_occupancy:g}"),
+                    achieved=number(f"{launch.achieved_occupancy:.0f}"),
+                ),
+            ]
+        )
+        stalls = ", ".join(
+            f"{reason} {number(f'{warps:.1f}')}" for reason, warps in top_stalls(launch)
+        )
+        waits.append(
+            "  "
+            + _("{columns} columns, {warps} warps: {stalls}").format(
+                columns=number(f"{columns:,}"), warps=launch.warps, stalls=stalls
+            )
+        )
+    # Numbers right-aligned under their headings; the occupancy (text) left-aligned.
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            [c.rjust(w) for c, w in zip(row[:-1], widths, strict=False)] + [row[-1]]
+        )
+        for row in rows
+    ]
+    return "\n".join([*lines, "", *waits])
 
 
 def top_stalls(launch: ProfiledLaunch, count: int = 3) -> list[tuple[str, float]]:

@@ -205,3 +205,24 @@ def test_taking_profiles_without_a_gpu_says_so() -> None:
 def test_the_command_takes_no_arguments() -> None:
     with pytest.raises(SystemExit, match=r"usage: python -m kernels\.saved_profiles"):
         saved_profiles.main(["--everything"])
+
+
+def test_the_table_lists_every_launch_and_what_its_warps_wait_on(
+    report: saved_profiles.NcuReport,
+) -> None:
+    lines = saved_profiles.ncu_table(report).splitlines()
+    header, *rows = lines[: 1 + len(report.launches)]
+    assert header.split()[:3] == ["columns", "warps", "registers"]
+    assert [row.split()[:3] for row in rows] == [
+        [f"{c:,}", str(launch.warps), str(launch.registers)]
+        for c, launch in zip(saved_profiles.PROFILED_COLUMNS, report.launches, strict=True)
+    ]
+    waits = lines[lines.index("most warps waiting on:") + 1 :]
+    assert len(waits) == len(report.launches)
+    assert all("long_scoreboard" in line for line in waits)
+
+
+def test_the_caption_wraps_at_its_width(report: saved_profiles.NcuReport) -> None:
+    text = saved_profiles.caption(report.provenance, width=60)
+    assert len(text.splitlines()) > 1
+    assert all(len(line) <= 60 for line in text.splitlines())
