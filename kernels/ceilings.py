@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from . import timing
+from .measurements import RATE_SCALE
 
 # How a ceiling's name writes each dtype (bf16 as the records have always named it).
 SHORT_NAMES = {
@@ -64,7 +65,10 @@ def product_ceiling(dtype: torch.dtype, n: int = PRODUCT_SIZE) -> dict[str, Any]
     if dtype == torch.bfloat16:
         return timing.matmul_ceiling(n)
     call = product(dtype, n)
-    value = timing.best_of(lambda: 2 * n**3 / timing.kernel_time_ms(call) / 1e9)
+    scale = RATE_SCALE["TFLOP/s"]
+    value = timing.best_of(
+        lambda: 2 * n**3 / (timing.kernel_time_ms(call) / 1e3) / scale
+    )
     return {
         "name": f"cuBLAS {_short(dtype)} matmul",
         "value": value,
