@@ -50,10 +50,16 @@ def capture() -> dict[str, str]:
     }
 
 
+def shown_date(date: str) -> str:
+    """A recorded date (``2026-12-07T16:05:20Z``, as :func:`capture` writes it) as a
+    caption shows it: ``2026-12-07 16:05:20 UTC``."""
+    return date.replace("T", " ").replace("Z", " UTC")
+
+
 def caption(environment: Mapping[str, str], commit: str, *, fresh: bool) -> str:
     """One line of provenance for a figure: GPU, driver, versions, date, the code's
     commit, and whether this build measured it or drew it from the record."""
-    date = environment["date"].replace("T", " ").replace("Z", " UTC")
+    date = shown_date(environment["date"])
     where = _(
         "{gpu}, driver {driver}, CUDA {cuda}, torch {torch}, Triton {triton}, {date}, "
         "code at commit {commit}"

@@ -229,17 +229,15 @@ def widest_gap(record: Measurement, provider: str) -> tuple[int, float]:
 class HostOverhead:
     """How much of a call of ``provider`` is not its kernel, from one record: at ``size``,
     where call time is the largest multiple of kernel time, the two times and the call
-    time of ``baseline``; at the largest size, ``launch_us``, call time less kernel time;
-    the smallest and largest call time less kernel time of the two over every size
-    (``gap_low_us``, ``gap_high_us``); and the smallest sizes from which on the call
-    time of each is within the chosen factor of its kernel time (None if not even at the
-    largest size)."""
+    time of ``baseline``; the smallest and largest call time less kernel time of the
+    two over every size (``gap_low_us``, ``gap_high_us``); and the smallest sizes from
+    which on the call time of each is within the chosen factor of its kernel time (None
+    if not even at the largest size)."""
 
     size: int
     kernel_us: float
     call_us: float
     baseline_call_us: float | None
-    launch_us: float | None
     gap_low_us: float
     gap_high_us: float
     close_from: int | None
@@ -253,24 +251,22 @@ def host_overhead(
     (see :class:`HostOverhead`); ``factor`` is how close counts as close."""
     size, _ = widest_gap(record, provider)
     index = record.x.index(size)
-    kernel, call = times_us(record, provider), times_us(record, provider, call=True)
-    last_kernel, last_call = kernel[-1], call[-1]
+    # Kernel and call times of each of the two, read once.
+    times = {
+        name: (times_us(record, name), times_us(record, name, call=True))
+        for name in (provider, baseline)
+    }
     gaps = [
         c - k
-        for name in (provider, baseline)
-        for k, c in zip(
-            times_us(record, name), times_us(record, name, call=True), strict=True
-        )
+        for kernels, calls in times.values()
+        for k, c in zip(kernels, calls, strict=True)
         if k is not None and c is not None
     ]
     return HostOverhead(
         size=size,
-        kernel_us=kernel[index],
-        call_us=call[index],
-        baseline_call_us=times_us(record, baseline, call=True)[index],
-        launch_us=None
-        if last_kernel is None or last_call is None
-        else last_call - last_kernel,
+        kernel_us=times[provider][0][index],
+        call_us=times[provider][1][index],
+        baseline_call_us=times[baseline][1][index],
         gap_low_us=min(gaps),
         gap_high_us=max(gaps),
         close_from=first_size_within(record, provider, factor),

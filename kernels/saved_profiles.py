@@ -25,7 +25,6 @@ import tempfile
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -338,8 +337,8 @@ def caption(provenance: Mapping[str, str], width: int = 80) -> str:
     ``width`` columns."""
     from .fingerprint import short_commit
     from .messages import _
+    from .provenance import shown_date
 
-    date = provenance["date"].replace("T", " ").replace("Z", " UTC")
     # The tool named in short: no build number, no release channel, no second Triton.
     tool = re.sub(_TOOL_NOISE, "", provenance["tool"])
     line = _(
@@ -349,7 +348,7 @@ def caption(provenance: Mapping[str, str], width: int = 80) -> str:
         **{
             **provenance,
             "tool": tool,
-            "date": date,
+            "date": shown_date(provenance["date"]),
             "commit": short_commit(provenance["commit"]),
         }
     )
@@ -446,11 +445,10 @@ def _provenance_now(tool: str, command: str) -> dict[str, str]:
     environment = capture()
     return {
         "tool": tool,
-        **{key: environment[key] for key in ("gpu", "driver", "torch", "triton")},
-        "date": datetime.now(UTC)
-        .replace(microsecond=0)
-        .isoformat()
-        .replace("+00:00", "Z"),
+        **{
+            key: environment[key]
+            for key in ("gpu", "driver", "torch", "triton", "date")
+        },
         "commit": commit(),
         "command": command,
     }
@@ -504,7 +502,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
         *sections,
         "--metrics", STALL_METRICS,
         "-k", "regex:softmax_kernel",
-        "-c", "3",
+        "-c", str(len(PROFILED_COLUMNS)),
     ]  # fmt: skip
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch, "softmax.ncu-rep")

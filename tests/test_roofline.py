@@ -133,7 +133,6 @@ def test_host_overhead_compares_both_providers_at_the_widest_gap() -> None:
     assert overhead.kernel_us == pytest.approx(kernel_us)
     assert overhead.call_us == pytest.approx(10 * kernel_us)
     assert overhead.baseline_call_us == pytest.approx(2 * kernel_us)
-    assert overhead.launch_us == pytest.approx(0.01 * 12 * X[-1] / 3000e9 * 1e6)
     assert (overhead.close_from, overhead.baseline_close_from) == (X[3], X[2])
     # Call less kernel time of both providers, the least and the most over the sizes.
     ratios = [(3, 10, 2, 1.05, 1.01), (2, 2, 1.05, 1.05, 1.02)]
