@@ -175,7 +175,7 @@ from kernels.report import results_table
 table = results_table(
     measurement,
     # The record's own bytes at 2**24 elements: the table's threshold.
-    min_work=measurement.work[measurement.x.index(2**24)],
+    min_work=measurement.work_at(2**24),
     ceiling_goal=0.90,
     baseline_goal=0.95,
 )
@@ -201,7 +201,7 @@ elif table.sizes:
 fp16 = measure_or_load(vector_add.FP16_BENCHMARK)
 fp16_table = results_table(
     fp16,
-    min_work=fp16.work[fp16.x.index(2**24)],
+    min_work=fp16.work_at(2**24),
     ceiling_goal=0.90,
     baseline_goal=0.95,
 )

@@ -432,7 +432,7 @@ figure = plot_measurement(square)
 table = results_table(
     square,
     # The record's own work at 1024: the table's threshold, not a second model of it.
-    min_work=square.work[square.x.index(1024)],
+    min_work=square.work_at(1024),
     baseline_goal=0.95,
     against="cuBLAS",
 )
@@ -492,7 +492,7 @@ table
 transposed_b = measure_or_load(matmul.NT_BENCHMARK)
 table = results_table(
     transposed_b,
-    min_work=transposed_b.work[transposed_b.x.index(1024)],
+    min_work=transposed_b.work_at(1024),
     baseline_goal=0.95,
     against="cuBLAS",
 )

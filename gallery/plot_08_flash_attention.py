@@ -279,8 +279,7 @@ def judge(measurement: Measurement, goal: float) -> ResultTable:
     """The table judging the sizes from 4K tokens up against ``goal`` times the fastest
     baseline of the run at each size (its notes say which backends did not run, and
     why), ending with a ranking of every implementation at the longest sequence."""
-    from_4k_tokens = measurement.work[measurement.x.index(4096)]
-    table = results_table(measurement, from_4k_tokens, baseline_goal=goal)
+    table = results_table(measurement, measurement.work_at(4096), baseline_goal=goal)
     if measurement.placeholder:
         return table
     rates = {

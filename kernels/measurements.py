@@ -209,6 +209,16 @@ class Measurement:
         """The series Triton is compared with."""
         return tuple(name for name in self.series if name != "Triton")
 
+    def work_at(self, size: int) -> float:
+        """The recorded work of one call at ``size``, one of the record's sizes: a
+        page's threshold read from the record, not worked out again."""
+        if size not in self.x:
+            raise ValueError(
+                f"{self.benchmark} has no size {size:,}; its sizes are "
+                f"{', '.join(f'{x:,}' for x in self.x)}"
+            )
+        return self.work[self.x.index(size)]
+
     def as_fresh(self) -> "Measurement":
         """This record, marked as measured by this process."""
         return replace(self, fresh=True)

@@ -723,3 +723,10 @@ def test_a_record_of_other_fixed_dimensions_than_its_spec_is_refused(
         match=rf"{name}\.json: {key!r} is {re.escape(shown)}; the benchmark's spec",
     ):
         load_current(BENCHMARKS[name])
+
+
+def test_work_at_reads_a_size_s_work_from_the_record_and_names_a_missing_size() -> None:
+    record = sample()
+    assert [record.work_at(size) for size in record.x] == list(record.work)
+    with pytest.raises(ValueError, match=r"^vector_add has no size 3; its sizes are "):
+        record.work_at(3)
