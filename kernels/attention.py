@@ -16,6 +16,7 @@ output and no atomics are needed.
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -598,15 +599,20 @@ class Tiles:
 # backward), keyed by kernel and head dim. For head dim 128, against other candidates:
 # forward 128 x 128 tiles, 8 warps, 3 stages beat 128 x 64 by 4-7%; in the backward pass
 # the dK/dV kernel with 64 queries per step beat 32 by 10% at 8 warps and by 2x at 4.
-# The head-dim-64 settings are checked on the GPU but not tuned.
+# For head dim 64, from a sweep on an H100 (bfloat16, 4 x 32 heads; 1,500 and 8,192
+# tokens full, 1,024 and 5,000 causal; each kernel's candidates with the others at their
+# old settings; kernel time as a share of SDPA cuDNN's): forward 128 x 64 with 8 warps
+# ran 0.84-1.02x where 4 warps ran 0.83-0.95x; dK/dV 32 x 64 ran 0.79-0.92x where 32 x
+# 128 ran 0.76-0.84x (64 x 128 fell to 0.25x at 8,192 tokens); dQ 64 x 64 ran
+# 0.80-0.90x where 128 x 32 ran 0.76-0.83x.
 # Causal masking needs block_m to be a multiple of block_n in the forward and dQ
 # kernels, and block_n a multiple of block_m in the dK/dV kernel.
 GPU_TILES = {
-    ("forward", 64): Tiles(128, 64, 4, 3),
+    ("forward", 64): Tiles(128, 64, 8, 3),
     ("forward", 128): Tiles(128, 128, 8, 3),
-    ("backward_kv", 64): Tiles(32, 128, 4, 3),
+    ("backward_kv", 64): Tiles(32, 64, 4, 3),
     ("backward_kv", 128): Tiles(64, 128, 8, 3),
-    ("backward_q", 64): Tiles(128, 32, 4, 3),
+    ("backward_q", 64): Tiles(64, 64, 4, 3),
     ("backward_q", 128): Tiles(128, 64, 8, 3),
 }
 # In the interpreter every program runs in Python: small tiles, so that small test
@@ -872,7 +878,11 @@ INTERPRETER_BATCH, INTERPRETER_HEADS = 1, 2
 
 
 def make_qkv(
-    seq_len: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    seq_len: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
+    head_dim: int = HEAD_DIM,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random Q, K, V of the benchmark's shape (smaller in the interpreter)."""
     batch, heads = (
@@ -880,7 +890,7 @@ def make_qkv(
         if device.type == "cuda"
         else (INTERPRETER_BATCH, INTERPRETER_HEADS)
     )
-    shape = (batch, heads, seq_len, HEAD_DIM)
+    shape = (batch, heads, seq_len, head_dim)
     return tuple(
         torch.randn(shape, dtype=dtype, device=device, generator=generator)
         for _ in "qkv"
@@ -888,10 +898,14 @@ def make_qkv(
 
 
 def make_qkv_and_grad(
-    seq_len: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    seq_len: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator,
+    head_dim: int = HEAD_DIM,
 ) -> tuple[torch.Tensor, ...]:
     """Q, K, V and a random gradient of the output, for the backward benchmarks."""
-    q, k, v = make_qkv(seq_len, dtype, device, generator)
+    q, k, v = make_qkv(seq_len, dtype, device, generator, head_dim)
     return (
         q,
         k,
@@ -900,11 +914,17 @@ def make_qkv_and_grad(
     )
 
 
-def forward_flops(seq_len: int, causal: bool) -> float:
+def forward_flops(seq_len: int, causal: bool, head_dim: int = HEAD_DIM) -> float:
     """Two products per head (Q K^T and P V) of 2 * seq_len^2 * head_dim each; causal
     attention computes half of each."""
-    flops = 4.0 * BATCH * HEADS * seq_len**2 * HEAD_DIM
+    flops = 4.0 * BATCH * HEADS * seq_len**2 * head_dim
     return flops / 2 if causal else flops
+
+
+# Sequence lengths of the benchmarks that judge the kernels at any length: whole numbers
+# of 128-token blocks and lengths that are not (1500, 5000), in which the last block of
+# queries and of keys is partial.
+RAGGED_LENGTHS = [1024, 1500, 2048, 4096, 5000, 8192, 16384]
 
 
 def _sdpa(backend_name: str, causal: bool):
@@ -936,7 +956,13 @@ def sdpa_baselines(causal: bool) -> dict[str, object]:
     }
 
 
-def _spec(name: str, causal: bool, backward: bool) -> BenchmarkSpec:
+def _spec(
+    name: str,
+    causal: bool,
+    backward: bool,
+    head_dim: int = HEAD_DIM,
+    sizes: Sequence[int] = (1024, 2048, 4096, 8192, 16384),
+) -> BenchmarkSpec:
     def triton_attention(q, k, v):
         return attention(q, k, v, causal=causal)
 
@@ -948,7 +974,7 @@ def _spec(name: str, causal: bool, backward: bool) -> BenchmarkSpec:
 
     def flops(seq_len: int, dtype: torch.dtype) -> float:
         # The backward pass has five products against the forward's two: 2.5 times the work.
-        return forward_flops(seq_len, causal) * (2.5 if backward else 1.0)
+        return forward_flops(seq_len, causal, head_dim) * (2.5 if backward else 1.0)
 
     def peak_memory_step(provider, inputs) -> None:
         provider(*inputs)
@@ -959,9 +985,11 @@ def _spec(name: str, causal: bool, backward: bool) -> BenchmarkSpec:
         metric="TFLOP/s",
         x_name="sequence length",
         dtype=torch.bfloat16,
-        gpu_sizes=[1024, 2048, 4096, 8192, 16384],
+        gpu_sizes=list(sizes),
         interpreter_sizes=[16, 40],
-        make_inputs=make_qkv_and_grad if backward else make_qkv,
+        make_inputs=functools.partial(
+            make_qkv_and_grad if backward else make_qkv, head_dim=head_dim
+        ),
         triton=triton_attention,
         torch_eager=eager,
         work=flops,
@@ -973,7 +1001,7 @@ def _spec(name: str, causal: bool, backward: bool) -> BenchmarkSpec:
         details={
             "batch": BATCH,
             "heads": HEADS,
-            "head_dim": HEAD_DIM,
+            "head_dim": head_dim,
             "causal": causal,
         },
     )
@@ -984,4 +1012,22 @@ CAUSAL_BENCHMARK = _spec("flash_attention_causal", causal=True, backward=False)
 BACKWARD_BENCHMARK = _spec("flash_attention_backward", causal=False, backward=True)
 CAUSAL_BACKWARD_BENCHMARK = _spec(
     "flash_attention_causal_backward", causal=True, backward=True
+)
+# Head dim 64 (as in many smaller models): the backward pass at ragged lengths up to
+# 8,192 tokens (16,384, four times the work of 8,192 in every check and timing, would
+# lengthen the GPU build for a length the head-dim-128 benchmarks cover), with the tiles
+# of GPU_TILES' head-dim-64 entries.
+D64_BACKWARD_BENCHMARK = _spec(
+    "flash_attention_d64_backward",
+    causal=False,
+    backward=True,
+    head_dim=64,
+    sizes=RAGGED_LENGTHS[:-1],
+)
+D64_CAUSAL_BACKWARD_BENCHMARK = _spec(
+    "flash_attention_d64_causal_backward",
+    causal=True,
+    backward=True,
+    head_dim=64,
+    sizes=RAGGED_LENGTHS[:-1],
 )

@@ -49,6 +49,7 @@ from .attention import (
     HEAD_DIM,
     HEADS,
     LOG2_E,
+    RAGGED_LENGTHS,
     ReferenceAttention,
     attention,
     check_attention_inputs,
@@ -674,7 +675,7 @@ def gluon_attention(
     return out
 
 
-def _spec(name: str, causal: bool) -> BenchmarkSpec:
+def _spec(name: str, causal: bool, head_dim: int = HEAD_DIM) -> BenchmarkSpec:
     # The Triton kernel is the series every benchmark has (it runs everywhere, the
     # interpreter included); the Gluon kernel is measured beside it, with SDPA's cuDNN
     # backend, the fastest of SDPA's backends in the attention page's records. The
@@ -695,17 +696,16 @@ def _spec(name: str, causal: bool) -> BenchmarkSpec:
         return ReferenceAttention.apply(q, k, v, causal)
 
     def flops(seq_len: int, dtype: torch.dtype) -> float:
-        return forward_flops(seq_len, causal)
+        return forward_flops(seq_len, causal, head_dim)
 
     return BenchmarkSpec(
         name=name,
         metric="TFLOP/s",
         x_name="sequence length",
         dtype=torch.bfloat16,
-        # Lengths that are a whole number of 128-token blocks and lengths that are not.
-        gpu_sizes=[1024, 1500, 2048, 4096, 5000, 8192, 16384],
+        gpu_sizes=RAGGED_LENGTHS,
         interpreter_sizes=[40],
-        make_inputs=make_qkv,
+        make_inputs=functools.partial(make_qkv, head_dim=head_dim),
         triton=triton_attention,
         torch_eager=eager,
         work=flops,
@@ -714,7 +714,7 @@ def _spec(name: str, causal: bool) -> BenchmarkSpec:
         details={
             "batch": BATCH,
             "heads": HEADS,
-            "head_dim": HEAD_DIM,
+            "head_dim": head_dim,
             "causal": causal,
         },
     )
@@ -722,3 +722,7 @@ def _spec(name: str, causal: bool) -> BenchmarkSpec:
 
 GLUON_BENCHMARK = _spec("flash_attention_gluon", causal=False)
 GLUON_CAUSAL_BENCHMARK = _spec("flash_attention_gluon_causal", causal=True)
+GLUON_D64_BENCHMARK = _spec("flash_attention_gluon_d64", causal=False, head_dim=64)
+GLUON_D64_CAUSAL_BENCHMARK = _spec(
+    "flash_attention_gluon_d64_causal", causal=True, head_dim=64
+)

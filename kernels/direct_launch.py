@@ -10,8 +10,8 @@ driver. On a launcher called in a training loop, that is most of the host's time
 :func:`launch` does the same the first time it sees a specialisation, keeps the compiled
 kernel under a key built from the arguments as Triton would specialise them, and later
 calls hand it to the driver directly (``CompiledKernel.run``, the call Triton's own
-launch ends with). In Triton's interpreter, or with :data:`DIRECT` off, it is
-``kernel[grid](...)``.
+launch ends with). In Triton's interpreter, with :data:`DIRECT` off, or while
+``torch.compile`` traces the launcher, it is ``kernel[grid](...)``.
 """
 
 from collections.abc import Sequence
@@ -59,7 +59,11 @@ def launch(
     the first call of each specialisation. ``grid``: a tuple of up to three ints (not a
     function of the configuration); ``args``: the kernel's leading parameters, in order;
     ``constexprs``: the rest by name, and launch options such as ``num_warps``."""
-    if _INTERPRETED or not DIRECT:
+    # Under torch.compile, Dynamo records ``kernel[grid](...)`` into its graph as a
+    # launch of a user-defined Triton kernel. It cannot trace a direct launch, and a
+    # ``kernel.run`` it traces returns no compiled kernel: cached, that None broke every
+    # later eager call of the same specialisation (seen on an H100).
+    if _INTERPRETED or not DIRECT or torch.compiler.is_compiling():
         kernel[grid](*args, **constexprs)
         return
     device = driver.active.get_current_device()

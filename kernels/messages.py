@@ -110,7 +110,8 @@ def series_name(name: str) -> str:
     """A record's series name as a legend or a table shows it, in the language of this
     run: the products' names (Triton, PyTorch, Liger, ...) stay, the words of "bare
     launch", "Triton, no copy", "CUDA graph", the loops lesson's "plain loop" and
-    "prefetch by hand" and the attention's "naive" are translated."""
+    "prefetch by hand", the attention's "naive" and its ablation's series are
+    translated."""
     translated = {
         "bare launch": _("bare launch"),
         "Triton, no copy": _("Triton, no copy"),
@@ -118,5 +119,11 @@ def series_name(name: str) -> str:
         "plain loop": _("plain loop"),
         "prefetch by hand": _("prefetch by hand"),
         "naive": _("naive"),
+        "rebuilt, nothing taken out": _("rebuilt, nothing taken out"),
+        "no block skipping": _("no block skipping"),
+        "a mask on every block": _("a mask on every block"),
+        "shortest blocks first": _("shortest blocks first"),
+        "one pipeline stage": _("one pipeline stage"),
+        "64 x 64 tiles, 4 warps": _("64 x 64 tiles, 4 warps"),
     }
     return translated.get(name, name)

@@ -523,6 +523,37 @@ def rival_table(measurement: Measurement, ours: str, goal: float) -> ResultTable
     return ResultTable(caption, header, rows, notes)
 
 
+def ablation_table(measurement: Measurement, ours: str = "Triton") -> ResultTable:
+    """Every other series of a record as a share of ``ours`` at each size: an ablation,
+    in which each series takes one thing out of the kernel that ``ours`` times, reads as
+    what that thing was worth (a row below 1.00x: the kernel is that much faster with
+    it). The record's reasons for missing rates follow."""
+    if measurement.placeholder:
+        return _not_measured(measurement.benchmark)
+    shown = series_name(ours)
+    caption = [
+        _(
+            "Each series' rate divided by {ours}'s, per column ({x_name}); below "
+            "1.00x, {ours} is faster."
+        ).format(ours=shown, x_name=translated(measurement.x_name))
+    ]
+    header = [_("series"), *(number(f"{size:,}") for size in measurement.x)]
+    rows = []
+    for name, values in measurement.series.items():
+        if name == ours:
+            continue
+        row = [series_name(name)]
+        for rate, base in zip(values, measurement.series[ours], strict=True):
+            # Rounded down, as in the other tables.
+            row.append(
+                "n/a"
+                if rate is None or base is None
+                else number(f"{round_down(rate / base, 2):.2f}x")
+            )
+        rows.append(row)
+    return ResultTable(caption, header, rows, _missing_rates(measurement))
+
+
 def neighbour_table(
     measurement: Measurement, aligned: Measurement, providers: tuple[str, ...]
 ) -> ResultTable:

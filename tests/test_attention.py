@@ -10,7 +10,7 @@ import pytest
 import torch
 from kernel_inputs import OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import attention
+from kernels import attention, attention_gluon
 from kernels.bench import RELATIVE_TOLERANCE, check, relative_error
 
 HALF = (torch.float16, torch.bfloat16)
@@ -222,3 +222,28 @@ def test_whole_blocks_unmasked_and_the_ragged_last_block_masked_match_float64(
     assert_close_to_float64(out, ref_out, torch.float16)
     for leaf, ref_grad in zip(leaves, ref_grads, strict=True):
         assert_gradient_close(leaf.grad, ref_grad, torch.float16)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        attention.D64_BACKWARD_BENCHMARK,
+        attention.D64_CAUSAL_BACKWARD_BENCHMARK,
+        attention_gluon.GLUON_D64_BENCHMARK,
+        attention_gluon.GLUON_D64_CAUSAL_BENCHMARK,
+    ],
+    ids=lambda spec: spec.name,
+)
+def test_the_head_dim_64_benchmarks_make_and_count_head_dim_64(spec) -> None:
+    # Their inputs, their work and their record's fixed dimensions all say 64, and the
+    # work is half that of head dim 128 at the same length (the products scale with d).
+    generator = torch.Generator().manual_seed(0)
+    inputs = spec.make_inputs(40, torch.float32, torch.device("cpu"), generator)
+    assert {tensor.shape[-1] for tensor in inputs} == {64}
+    assert spec.details["head_dim"] == 64
+    causal = spec.details["causal"]
+    times = 2.5 if spec.backward else 1.0
+    assert spec.work(1500, torch.bfloat16) == pytest.approx(
+        attention.forward_flops(1500, causal, attention.HEAD_DIM) / 2 * times
+    )
+    assert {1024, 1500, 5000, 8192} <= set(spec.gpu_sizes)

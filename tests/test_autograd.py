@@ -16,6 +16,7 @@ from kernel_inputs import DEVICE, randn
 import kernels
 from kernels import (
     attention,
+    attention_ablation,
     attention_gluon,
     cross_entropy,
     dropout,
@@ -66,7 +67,12 @@ LAUNCHERS = {
     "attention.attention": Launcher(
         attention.attention, lambda: tuple(half(1, 1, 16, 16, seed=s) for s in range(3)), (0, 1, 2)
     ),
-    # A forward pass only: it refuses inputs that need a gradient (before any GPU).
+    # Forward passes only: they refuse inputs that need a gradient (before any GPU).
+    "attention_ablation.ablated_attention": Launcher(
+        attention_ablation.ablated_attention,
+        lambda: tuple(half(1, 1, 16, 64, seed=s) for s in range(3)),
+        (0, 1, 2),
+    ),
     "attention_gluon.gluon_attention": Launcher(
         attention_gluon.gluon_attention,
         lambda: tuple(half(1, 1, 16, 64, seed=s) for s in range(3)),
@@ -130,7 +136,12 @@ def test_every_module_with_a_launcher_is_covered() -> None:
 
 TWICE_DIFFERENTIABLE = {"vector_add.add"}
 # Launchers with no derivative at all (they refuse a gradient, tested above).
-FORWARD_ONLY = {"attention_gluon.gluon_attention", "loops.row_sums", "loops.reduce_tile"}
+FORWARD_ONLY = {
+    "attention_ablation.ablated_attention",
+    "attention_gluon.gluon_attention",
+    "loops.row_sums",
+    "loops.reduce_tile",
+}
 
 
 @pytest.mark.parametrize("name", sorted(set(LAUNCHERS) - FORWARD_ONLY))

@@ -105,3 +105,27 @@ def test_off_it_is_kernel_grid(direct: _Kernel, monkeypatch: pytest.MonkeyPatch)
     for _ in range(2):
         direct_launch.launch(direct, (4,), torch.zeros(4), torch.zeros(4), 4, BLOCK=4)
     assert len(direct.compiles) == 2 and direct.launches == []
+
+
+def test_a_launch_traced_by_torch_compile_leaves_eager_calls_a_kernel_to_launch(
+    direct: _Kernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While Dynamo traces, kernel.run is recorded into its graph and returns None, not a
+    # compiled kernel. On an H100 the launcher cached that None, and the next eager call
+    # of swiglu at the same shapes failed: 'NoneType' object has no attribute 'run'.
+    tracing = True
+    compile_for_real = direct.run
+
+    def run(*args: object, **kwargs: object) -> _Compiled | None:
+        compiled = compile_for_real(*args, **kwargs)
+        return None if tracing else compiled
+
+    monkeypatch.setattr(direct, "run", run)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: tracing)
+    x, out = torch.zeros(64), torch.zeros(64)
+    direct_launch.launch(direct, (4,), x, out, 64, BLOCK=16)
+    assert direct_launch._compiled == {}  # traced: kernel[grid](...), nothing kept
+    tracing = False
+    for _ in range(2):
+        direct_launch.launch(direct, (4,), x, out, 64, BLOCK=16)
+    assert len(direct.compiles) == 2 and len(direct.launches) == 1

@@ -181,6 +181,24 @@ def test_a_rival_table_of_a_draft_says_there_is_none() -> None:
     assert table.rows == [] and "not measured yet" in table.caption[0]
 
 
+def test_an_ablation_table_gives_each_series_as_a_share_of_the_kernel() -> None:
+    # Each other series divided by Triton's rate, rounded down; a missing rate is n/a,
+    # and the record's reason for it follows the table.
+    series = {"Triton": [500.0, 400.0, 600.0, 500.0, 500.0],
+              "no block skipping": [250.0, 399.0, None, 500.0, 100.0],
+              "SDPA cuDNN": [550.0, 400.0, 600.0, 400.0, 500.0]}  # fmt: skip
+    record = sample(series=series, call_series=series, metric="TFLOP/s",
+                    unavailable={"no block skipping": "at N=67,108,864: a reason"})  # fmt: skip
+    table = report.ablation_table(record)
+    assert table.header[0] == "series" and len(table.header) == 6
+    assert table.rows == [
+        ["no block skipping", "0.50x", "0.99x", "n/a", "1.00x", "0.20x"],
+        ["SDPA cuDNN", "1.10x", "1.00x", "1.00x", "0.80x", "1.00x"],
+    ]
+    assert table.notes == ["No no block skipping rate at N = 67,108,864: a reason."]
+    assert report.ablation_table(placeholder(vector_add.BENCHMARK, "no")).rows == []
+
+
 def test_a_russian_table_names_its_metric_and_size_in_russian(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -134,6 +134,29 @@ def test_torch_compile_keeps_the_operator_as_one_node_without_graph_breaks() -> 
     assert_close_to_float64(gate.grad, gate64.grad, torch.float32)
 
 
+@pytest.mark.skipif(
+    interpreted(), reason="Dynamo cannot trace a kernel that Triton's interpreter runs"
+)
+def test_torch_compile_of_the_launcher_leaves_its_eager_calls_working() -> None:
+    # On an H100, compiling a function that called swiglu.swiglu left the launcher a
+    # traced None for the inputs' specialisation: the next eager call at those shapes
+    # failed with "'NoneType' object has no attribute 'run'".
+    def block(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        return swiglu.swiglu(gate, up) * 2
+
+    torch._dynamo.reset()
+    gate, up = inputs((1000,), torch.float32)
+    compiled = torch.compile(block)(gate, up)
+    compiled.sum().backward()
+    eager = block(gate.detach(), up.detach())
+    gate64, up64 = (t.detach().double().requires_grad_() for t in (gate, up))
+    expected = reference(gate64, up64) * 2
+    expected.sum().backward()
+    for out in (compiled.detach(), eager):
+        assert_close_to_float64(out, expected.detach(), torch.float32)
+    assert_close_to_float64(gate.grad, gate64.grad, torch.float32)
+
+
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_rejects_tensors_on_another_device(wiring: str) -> None:
     gate, up = inputs((16,), torch.float32, grad=False)
