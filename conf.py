@@ -13,11 +13,11 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 import kernels  # noqa: F401  (picks GPU or interpreter before any kernel module loads)
-from kernels.bench import measuring
-from kernels.measurements import PRIMARY_GPU
+from kernels.harness.bench import measuring
+from kernels.harness.measurements import PRIMARY_GPU
 
 # The GPU whose records the pages' prose and verdicts read (gallery/measurements/<gpu>/);
-# the other GPUs' records are shown beside its own. It is set in kernels/measurements.py,
+# the other GPUs' records are shown beside its own. It is set in kernels/harness/measurements.py,
 # where the command line (nox -s bench -- --stale) and the installed package read it too.
 primary_gpu = PRIMARY_GPU
 

@@ -191,7 +191,7 @@ def bench(session: nox.Session) -> None:
     machine, and fails if there are any.
     """
     install(session)
-    session.run(python(session), "-m", "kernels.recording", *session.posargs, env=COMMAND)
+    session.run(python(session), "-m", "kernels.harness.recording", *session.posargs, env=COMMAND)
 
 
 @nox.session

@@ -33,7 +33,7 @@ same GPU.
 #
 # A Triton kernel is a Python function decorated with ``@triton.jit``:
 #
-# .. literalinclude:: /kernels/vector_add.py
+# .. literalinclude:: /kernels/operations/vector_add.py
 #    :pyobject: add_kernel
 #
 # Step by step:
@@ -60,7 +60,7 @@ same GPU.
 # tile. ``cdiv`` divides rounding up, so a partial last tile gets a program too (it is
 # ``triton.cdiv`` written in plain Python, which costs less on every call):
 #
-# .. literalinclude:: /kernels/vector_add.py
+# .. literalinclude:: /kernels/operations/vector_add.py
 #    :pyobject: add
 #
 # It launches not ``add_kernel`` but a variant of it, ``add_tail_apart_kernel``. The
@@ -72,7 +72,7 @@ same GPU.
 # the vectors: if so, it loads and stores with no mask, in vectors; if not, it takes
 # the masked path of ``add_kernel``:
 #
-# .. literalinclude:: /kernels/vector_add.py
+# .. literalinclude:: /kernels/operations/vector_add.py
 #    :pyobject: add_tail_apart_kernel
 #
 # The test depends only on the program's id and the length, which are the same for
@@ -105,9 +105,9 @@ same GPU.
 # both branches of the kernel run, for each dtype the kernel takes. Without a GPU,
 # Triton runs the same kernel in its interpreter on the CPU.
 
-from kernels import vector_add
-from kernels.bench import check
-from kernels.messages import _, kernels_run_on, number
+from kernels.harness.bench import check
+from kernels.operations import vector_add
+from kernels.text.messages import _, kernels_run_on, number
 
 print(kernels_run_on())
 for dtype in vector_add.SUPPORTED_DTYPES:
@@ -142,8 +142,8 @@ for dtype in vector_add.SUPPORTED_DTYPES:
 # kernel can run faster than it. Without a GPU, the figure is drawn from the file the
 # last GPU build recorded, and its caption says so.
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
+from kernels.figures.plotting import plot_measurement
+from kernels.harness.bench import measure_or_load
 
 measurement = measure_or_load(vector_add.BENCHMARK)
 figure = plot_measurement(measurement)
@@ -170,7 +170,7 @@ figure = plot_measurement(measurement)
 # "copy" column), and the ratio to the faster of the two PyTorch baselines, against the
 # goals printed above the table.
 
-from kernels.report import results_table
+from kernels.figures.report import results_table
 
 table = results_table(
     measurement,
@@ -229,7 +229,7 @@ fp16_table
 #    **Tile size.** On an H200, tiles of 1024 to 8192 elements with 4 to 16 warps ran
 #    within noise of each other at 2**24 elements and more, so the smallest tile with
 #    Triton's default of 4 warps stays (see the comment on ``BLOCK_SIZE`` in
-#    ``kernels/vector_add.py``).
+#    ``kernels/operations/vector_add.py``).
 #
 # Exercises
 # ---------

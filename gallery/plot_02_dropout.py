@@ -52,15 +52,15 @@ mask again.
 # * ``tl.rand(seed, offsets)`` returns one tile of floats in [0, 1), made from the first
 #   of the four numbers.
 #
-# ``kernels/dropout.py`` also holds Philox written in plain PyTorch integer arithmetic,
+# ``kernels/operations/dropout.py`` also holds Philox written in plain PyTorch integer arithmetic,
 # ``philox4x32``, without Triton; the check below uses it. Here it shows the two
 # properties that matter: a seed and a counter always give the same four numbers, and
 # neighbouring counters or seeds give unrelated ones.
 
 import torch
 
-from kernels.dropout import philox4x32
-from kernels.messages import _, number
+from kernels.operations.dropout import philox4x32
+from kernels.text.messages import _, number
 
 counters = torch.arange(3)
 for seed in (42, 42, 7):
@@ -100,7 +100,7 @@ for seed in (42, 42, 7):
 # The kernel
 # ----------
 #
-# .. literalinclude:: /kernels/dropout.py
+# .. literalinclude:: /kernels/operations/dropout.py
 #    :pyobject: dropout_kernel
 #
 # ``QUARTER`` is a ``tl.constexpr`` computed from ``BLOCK_SIZE``, so its value is known
@@ -108,7 +108,7 @@ for seed in (42, 42, 7):
 # kernel calls a helper once per quarter. A ``@triton.jit`` function called from a
 # kernel is compiled into it, so the helper costs no call at run time:
 #
-# .. literalinclude:: /kernels/dropout.py
+# .. literalinclude:: /kernels/operations/dropout.py
 #    :pyobject: _dropout_quarter
 #
 # ``tl.uint_to_uniform_float`` turns 32 random bits into a float spread evenly over
@@ -130,11 +130,11 @@ for seed in (42, 42, 7):
 # :doc:`lesson on using a kernel inside PyTorch </docs/lessons/06_inside_pytorch>`)
 # that saves ``p`` and the seed instead of a mask:
 #
-# .. literalinclude:: /kernels/dropout.py
+# .. literalinclude:: /kernels/operations/dropout.py
 #    :pyobject: DropoutFunction
 #
 # Autograd cannot differentiate what a kernel computes, so the backward pass has no
-# derivative of its own. ``first_order_only`` (in ``kernels/first_order.py``) makes a
+# derivative of its own. ``first_order_only`` (in ``kernels/triton_helpers/first_order.py``) makes a
 # request for a second derivative (``create_graph=True``, then another backward pass)
 # fail with an error that names the operation, instead of an error about some other
 # tensor or a silently missing term.
@@ -155,10 +155,10 @@ for seed in (42, 42, 7):
 # element dropped or kept wrongly changes the output by a whole element's value, which,
 # on random inputs, puts the relative error far above the float32 tolerance.
 
-from kernels import dropout
-from kernels.bench import check
-from kernels.messages import kernels_run_on
-from kernels.runtime import kernel_device
+from kernels.harness.bench import check
+from kernels.operations import dropout
+from kernels.text.messages import kernels_run_on
+from kernels.triton_helpers.runtime import kernel_device
 
 print(kernels_run_on())
 for n_elements in (1, 1000, 4097):
@@ -213,9 +213,9 @@ print(
 # dropout also writes its mask, one more byte per element, and that is part of its
 # time.
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
-from kernels.report import results_table
+from kernels.figures.plotting import plot_measurement
+from kernels.figures.report import results_table
+from kernels.harness.bench import measure_or_load
 
 measurement = measure_or_load(dropout.BENCHMARK)
 figure = plot_measurement(measurement)
@@ -242,7 +242,7 @@ table
 #    stored as a plain tile.
 #
 #    **Limits.** The launcher refuses tensors of more than ``2**31 - 1`` elements
-#    (``MAX_ELEMENTS`` in ``kernels/dropout.py``). The counters do not set that limit:
+#    (``MAX_ELEMENTS`` in ``kernels/operations/dropout.py``). The counters do not set that limit:
 #    they are 32-bit integers, but each serves four elements, so they stay below
 #    ``2**31`` up to ``2**33`` elements, and the element offsets are 64-bit. The seed is
 #    a 64-bit integer from 0 to ``2**63 - 1``. With ``p = 1`` every element is dropped

@@ -10,7 +10,7 @@ maximum changes nothing mathematically and keeps ``exp`` from overflowing.
 
 Written out in PyTorch, each step is its own kernel and its own trip through memory:
 
-.. literalinclude:: /kernels/softmax.py
+.. literalinclude:: /kernels/operations/softmax.py
    :pyobject: naive_softmax
 
 This unfused version reads the whole matrix five times (for the maximum, the
@@ -44,10 +44,10 @@ copy of the same bytes.
 # The kernel
 # ----------
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax_kernel
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: _row_softmax
 #
 # Step by step:
@@ -84,7 +84,7 @@ copy of the same bytes.
 # does not stop the thread that issues it; only the first use of the loaded value does,
 # so the next row can stream in while the current one is reduced and stored:
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax_prefetch_kernel
 #
 # Longer rows: online softmax
@@ -116,7 +116,7 @@ import math
 
 import torch
 
-from kernels.messages import _, number
+from kernels.text.messages import _, number
 
 row = torch.tensor(
     [0.5, 2.0, -1.0, 1.5, 3.0, 0.0, 4.0, -2.0, 1.0, 2.5], dtype=torch.float64
@@ -142,7 +142,7 @@ print(
 # %%
 # The Triton version of that loop is a helper shared with the cross-entropy page:
 #
-# .. literalinclude:: /kernels/online_softmax.py
+# .. literalinclude:: /kernels/triton_helpers/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
 # Reading the row twice need not cost two reads from memory. A row of 64K bfloat16
@@ -162,7 +162,7 @@ print(
 # ``start + cols < n_cols`` can change value inside a group of 8. The compiler can prove
 # neither, and loads one value per instruction, all along the row.
 #
-# The fix is to walk such a row in three parts (``kernels/aligned_rows.py``), with
+# The fix is to walk such a row in three parts (``kernels/triton_helpers/aligned_rows.py``), with
 # ``ALIGN`` the number of values in 16 bytes:
 #
 # * the *head*: the values before the row's first 16-byte boundary, fewer than
@@ -178,18 +178,19 @@ print(
 # 7 values, its body starts at element 50,264 (a multiple of 8) and holds 50,248 values,
 # and its tail is 2. ``row_parts`` computes the split:
 #
-# .. literalinclude:: /kernels/aligned_rows.py
+# .. literalinclude:: /kernels/triton_helpers/aligned_rows.py
 #    :pyobject: row_parts
 #
 # The looped kernel takes the three-part walk when the launcher passes ``ALIGN`` above 1,
 # and the plain walk otherwise. In the first pass, ``online_max_and_sum_unaligned``
-# (in ``kernels/online_softmax.py``) runs the same recurrence over the head, the body's
+# (in ``kernels/triton_helpers/online_softmax.py``) runs the same recurrence over the head, the
+# body's
 # tiles and the tail; in the second, ``_softmax_part`` does the work on one part:
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax_looped_kernel
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: _softmax_part
 #
 # The launcher
@@ -203,7 +204,7 @@ print(
 # together, run each program; the one-row kernel gives each thread about
 # ``VALUES_PER_THREAD`` values of a long row, and a short row at least 4 warps.
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax
 
 # %%
@@ -215,10 +216,10 @@ print(
 # 20,000 values for the prefetching kernel, and rows long enough for the looped kernel,
 # of an odd length, so that they take its three-part walk).
 
-from kernels import softmax
-from kernels.bench import check, relative_error
-from kernels.messages import kernels_run_on
-from kernels.runtime import kernel_device
+from kernels.harness.bench import check, relative_error
+from kernels.operations import softmax
+from kernels.text.messages import kernels_run_on
+from kernels.triton_helpers.runtime import kernel_device
 
 print(kernels_run_on())
 for n_cols in (1, 781, 20000):
@@ -249,8 +250,8 @@ print(
 # rows of at most 65536 values: the lines under the table say where a baseline has no
 # rate, and why.
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
+from kernels.figures.plotting import plot_measurement
+from kernels.harness.bench import measure_or_load
 
 measurement = measure_or_load(softmax.BENCHMARK)
 figure = plot_measurement(measurement)
@@ -262,7 +263,7 @@ figure = plot_measurement(measurement)
 # The table lists the sizes where one call moves at least 256 MB, enough work to keep
 # every multiprocessor busy, so that the copy ceiling is a fair yardstick.
 
-from kernels.report import results_table
+from kernels.figures.report import results_table
 
 table = results_table(measurement, ceiling_goal=0.85, baseline_goal=1.0)
 table
@@ -310,7 +311,7 @@ fp16_table
 # ``dy`` once for the sum and again, from L2 thanks to the eviction hints, for ``dx``,
 # so that memory sees about one read of each and one write of ``dx``:
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax_backward_kernel
 #
 # It holds two row-length tiles, of ``y`` and of ``dy``, so rows longer than
@@ -326,7 +327,7 @@ fp16_table
 # ``loss.backward()`` runs the backward kernel. ``first_order_only`` turns a request for
 # a second derivative, which the kernels cannot give, into an error that says so.
 #
-# .. literalinclude:: /kernels/softmax.py
+# .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: SoftmaxFunction
 #
 # The check compares the gradient with PyTorch's evaluated in float64, and
@@ -374,13 +375,14 @@ table
 #    **32K and 64K values.** In earlier builds these sizes fell short of the ceiling
 #    goal; the line under the table says whether they did in this one. At 64K values the
 #    eviction hints matter: without them the looped kernel was slower in a sweep on an
-#    H200 (its comment in ``kernels/softmax.py`` records by how much).
+#    H200 (its comment in ``kernels/operations/softmax.py`` records by how much).
 #
 #    **Rows of odd length.** The three-part walk of the looped kernel is checked when it
 #    is compiled: ``tests/test_compiles_for_gpu.py`` compiles
 #    ``softmax_looped_kernel`` for sm_90 on rows of bfloat16 and finds vector loads in
 #    its PTX with ``ALIGN=8`` and none with ``ALIGN=1``. It is also timed: the
-#    records above are of this code (their fingerprint covers ``kernels/aligned_rows.py``),
+#    records above are of this code (their fingerprint covers
+#    ``kernels/triton_helpers/aligned_rows.py``),
 #    and their rows of 50,257 values are odd and longer than ``MAX_FUSED_COLS``, so the
 #    looped kernel walks them this way.
 #

@@ -52,7 +52,7 @@ neither.
 # The kernel
 # ----------
 #
-# .. literalinclude:: /kernels/rms_norm.py
+# .. literalinclude:: /kernels/operations/rms_norm.py
 #    :pyobject: rms_norm_kernel
 #
 # Step by step, leaving two details for later:
@@ -84,7 +84,8 @@ neither.
 # * A float32 square overflows beyond about 1.8e19, though such a row normalises to
 #   ordinary values. Where a row's sum of squares comes out infinite or NaN,
 #   ``overflowed`` says so, and ``_scaled_inverse_root`` takes that row's ``inv_rms``
-#   again with the row divided by its largest magnitude first (``kernels/row_scale.py``
+#   again with the row divided by its largest magnitude first
+#   (``kernels/triton_helpers/row_scale.py``
 #   explains it). A program with no such row skips that branch, and in one that takes
 #   it the other rows keep the ``inv_rms`` they had.
 # * ``STATS`` is on when a backward pass will follow: the kernel then stores each row's
@@ -112,12 +113,12 @@ neither.
 # ``FORWARD_TILE`` lanes in all, and longer rows one to a program.
 # ``num_warps``, the number of warps (groups of 32 threads) per program, comes from the
 # size of the whole tile, so that each thread holds a few values (``_warps`` in
-# ``kernels/rms_norm.py``):
+# ``kernels/operations/rms_norm.py``):
 #
-# .. literalinclude:: /kernels/rms_norm.py
+# .. literalinclude:: /kernels/operations/rms_norm.py
 #    :pyobject: forward_launch
 #
-# .. literalinclude:: /kernels/rms_norm.py
+# .. literalinclude:: /kernels/operations/rms_norm.py
 #    :pyobject: rms_norm
 
 # %%
@@ -128,9 +129,9 @@ neither.
 # error, for rows of 1, 781 and 2048 values: a row of one, a row with padding lanes,
 # and a row that fills its tile.
 
-from kernels import rms_norm
-from kernels.bench import check
-from kernels.messages import kernels_run_on
+from kernels.harness.bench import check
+from kernels.operations import rms_norm
+from kernels.text.messages import kernels_run_on
 
 print(kernels_run_on())
 for n_cols in (1, 781, 2048):
@@ -148,9 +149,9 @@ for n_cols in (1, 781, 2048):
 # RMSNorm of Liger-Kernel, a library of Triton kernels for training language models
 # (``liger_rms_norm``, with its defaults).
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
-from kernels.report import results_table
+from kernels.figures.plotting import plot_measurement
+from kernels.figures.report import results_table
+from kernels.harness.bench import measure_or_load
 
 measurement = measure_or_load(rms_norm.BENCHMARK)
 figure = plot_measurement(measurement)
@@ -206,7 +207,7 @@ fp16_table
 # the row's squares again, so each row costs it one reduction, not two (the comment in
 # ``_backward_tile`` gives what that changed in a sweep on an H200):
 #
-# .. literalinclude:: /kernels/rms_norm.py
+# .. literalinclude:: /kernels/operations/rms_norm.py
 #    :pyobject: rms_norm_backward_kernel
 #
 # The work on one tile of rows is in two helpers. ``row_tile``, which LayerNorm's
@@ -214,13 +215,13 @@ fp16_table
 # offsets, built as in the forward kernel (RMSNorm uses all four: the rows and their
 # mask read the saved ``inv_rms``):
 #
-# .. literalinclude:: /kernels/row_tiles.py
+# .. literalinclude:: /kernels/triton_helpers/row_tiles.py
 #    :pyobject: row_tile
 #
 # ``_backward_tile`` takes the tile's saved ``inv_rms``, writes the tile's ``dx`` by
 # the formula above and adds the tile's share of ``dweight``:
 #
-# .. literalinclude:: /kernels/rms_norm.py
+# .. literalinclude:: /kernels/operations/rms_norm.py
 #    :pyobject: _backward_tile
 #
 # The kernel has two loops, and the compile-time flag ``PREFETCH`` (the module's
@@ -250,7 +251,7 @@ fp16_table
 
 import torch
 
-from kernels.runtime import kernel_device
+from kernels.triton_helpers.runtime import kernel_device
 
 for n_cols in (3, 781):
     print(check(rms_norm.BACKWARD_BENCHMARK, n_cols))
@@ -319,7 +320,7 @@ table
 #    weight. For a short row these are a large part of a program's work; a program of
 #    several rows shares them out. ``FORWARD_TILE``, the number of values a program
 #    takes, and ``FORWARD_VALUES_PER_THREAD``, which sets its warps, were chosen by
-#    sweeps on an H200; the comments above them in ``kernels/rms_norm.py`` give what
+#    sweeps on an H200; the comments above them in ``kernels/operations/rms_norm.py`` give what
 #    each value measured.
 #
 #    **Prefetching.** It has a price in registers: the next tile's ``x`` and ``dy``

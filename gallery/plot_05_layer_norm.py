@@ -34,7 +34,7 @@ backward pass runs too, and it moves more bytes than the forward pass.
 #        store (x - mean) * rstd * weight + bias into the rows
 #        if STATS: store mean and rstd      # two numbers a row, for the backward pass
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: layer_norm_forward_kernel
 #
 # The mean and the variance are two reductions, one after the other, over the values the
@@ -79,7 +79,7 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # a flag per program, nothing next to reading its rows. As on the RMSNorm page,
 # ``forward_launch`` works out the grid and ``ROWS`` once per shape:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: forward_launch
 #
 # Rows of 5120 or 7168 values are not a power of two: in one tile they would be padded
@@ -90,11 +90,11 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # end (the form of the update by Chan and others for groups of values); the second pass
 # reads the row again, from the L2 cache, and writes the output:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :start-at: # Rows whose length is not a power of two but a multiple of this many
 #    :end-at: FORWARD_CHUNK =
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: layer_norm_forward_chunked_kernel
 #
 # The backward kernel
@@ -115,22 +115,23 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # keeps running sums of ``dweight`` and ``dbias`` in registers and writes one partial
 # sum of each at the end:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: layer_norm_backward_kernel
 #
 # The work on one tile of rows is in two helpers. ``row_tile`` finds the tile, as in
-# RMSNorm's backward pass (``kernels/row_tiles.py``); here the rows and their mask also
+# RMSNorm's backward pass (``kernels/triton_helpers/row_tiles.py``); here the rows and their mask
+# also
 # load each row's ``mean`` and ``rstd``.
 #
 # ``_backward_tile`` rebuilds ``x_hat`` from the stored ``mean`` and ``rstd``, writes the
 # tile's ``dx`` and adds the tile's shares of ``dweight`` and ``dbias``:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: _backward_tile
 #
 # The ``dx`` formula is one helper, shared with a kernel below:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: _input_gradient
 #
 # The kernel has two loops, and the compile-time flag ``PREFETCH`` (the module's
@@ -145,7 +146,7 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # A second, small kernel adds up the partial sums, one strip of columns per program (it
 # lives in a module of its own, since the RMSNorm backward pass uses it too):
 #
-# .. literalinclude:: /kernels/column_sums.py
+# .. literalinclude:: /kernels/triton_helpers/column_sums.py
 #    :pyobject: column_sums_kernel
 #
 # Long rows: two kernels
@@ -158,23 +159,23 @@ backward pass runs too, and it moves more bytes than the forward pass.
 # writes ``dx``, one row per program, and another reads ``x`` and ``dy`` a second time
 # in narrow strips of columns, whose partial sums are small:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: layer_norm_input_grad_kernel
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: layer_norm_weight_grads_kernel
 #
 # Reading the inputs twice moves five row-sized arrays per row instead of three (two
 # reads each of ``x`` and ``dy``, one write of ``dx``). The launcher picks the plan by
 # row length:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: _backward
 #
 # The kernels are wired into autograd through a ``torch.autograd.Function``, so
 # ``layer_norm(x, w, b).backward(dy)`` runs them:
 #
-# .. literalinclude:: /kernels/layer_norm.py
+# .. literalinclude:: /kernels/operations/layer_norm.py
 #    :pyobject: LayerNormFunction
 #
 # As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
@@ -191,10 +192,10 @@ backward pass runs too, and it moves more bytes than the forward pass.
 
 import torch
 
-from kernels import layer_norm
-from kernels.bench import check
-from kernels.messages import kernels_run_on
-from kernels.runtime import kernel_device
+from kernels.harness.bench import check
+from kernels.operations import layer_norm
+from kernels.text.messages import kernels_run_on
+from kernels.triton_helpers.runtime import kernel_device
 
 print(kernels_run_on())
 for n_cols in (3, 781):
@@ -218,9 +219,9 @@ print("gradcheck:", torch.autograd.gradcheck(layer_norm.layer_norm, inputs))
 # 8192 and 16384, and those of four models: 768 (GPT-2), 1600 (GPT-2 XL), 5120 (LLaMA 2 13B) and
 # 7168 (DeepSeek-V3).
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
-from kernels.report import results_table
+from kernels.figures.plotting import plot_measurement
+from kernels.figures.report import results_table
+from kernels.harness.bench import measure_or_load
 
 forward = measure_or_load(layer_norm.BENCHMARK)
 figure = plot_measurement(forward)
@@ -317,7 +318,7 @@ table
 #    **The launcher's choices.** Taking short rows several to a program
 #    (``FORWARD_TILE``), the chunked kernel (``FORWARD_CHUNK``) and prefetching in the
 #    backward kernel (``BACKWARD_PREFETCH``) were chosen by sweeps on an H200; the
-#    comment above each constant in ``kernels/layer_norm.py`` gives what they measured.
+#    comment above each constant in ``kernels/operations/layer_norm.py`` gives what they measured.
 #    Leaving out the statistics when no backward pass follows has not been swept.
 #    Prefetching has a price in registers: the next tile's ``x`` and ``dy`` are held, in
 #    the input's type, beside the tile being worked on, which can leave room for fewer

@@ -49,7 +49,7 @@ again.
 # Each program streams one row in tiles of ``BLOCK_SIZE`` logits. The running maximum
 # and sum come from the helper that the softmax page's kernel for long rows uses:
 #
-# .. literalinclude:: /kernels/online_softmax.py
+# .. literalinclude:: /kernels/triton_helpers/online_softmax.py
 #    :pyobject: online_max_and_sum
 #
 # Some vocabularies need one more step. A GPU thread loads 16 bytes in one instruction
@@ -64,7 +64,8 @@ again.
 # masked *head* up to the first boundary, a *body* that starts on a boundary and is a
 # whole number of vectors long, so that its loads are vectors, and a short masked
 # *tail*. The :doc:`softmax page <plot_03_softmax>` walks its long rows the same way,
-# and ``kernels/aligned_rows.py`` explains the split. When ``n_cols`` is a multiple of
+# and ``kernels/triton_helpers/aligned_rows.py`` explains the split. When ``n_cols`` is a multiple
+# of
 # 16, ``ALIGN`` is 1 and the plain helper runs.
 #
 # Then the program looks up its target's logit and stores the row's loss. When a
@@ -74,14 +75,14 @@ again.
 # stored nor allocated. Rows whose target is ``ignore_index`` (``-100``, as in PyTorch)
 # get a loss of 0 and do not count in the mean:
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: cross_entropy_forward_kernel
 #
 # ``EVEN``, ``ALIGN`` and ``STATS`` are compile-time constants (``tl.constexpr``), so
 # each combination compiles to its own kernel, without the branches it does not take.
 # The launcher works them out from the dtype and the row length:
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: forward_options
 #
 # A second kernel, run as a single program, adds up the row losses and divides by the
@@ -89,7 +90,7 @@ again.
 # one, ``n_valid_ptr`` is ``None``, which Triton also treats as a compile-time constant,
 # so the store is left out:
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: mean_loss_kernel
 #
 # The backward kernel
@@ -106,13 +107,13 @@ again.
 # ``base + offsets``, whose first is column ``first_col`` of the row (which is how it
 # finds the target):
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: _gradient_part
 #
 # The kernel calls it once per tile. With ``ALIGN`` above 1 it walks the row as the
 # forward pass does: the head, the body tile by tile, then the tail.
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: cross_entropy_backward_kernel
 #
 # The gradient goes into a new buffer, ``dlogits``, as big as the logits: the
@@ -125,7 +126,7 @@ again.
 # computes the logits from the last hidden states and the output weights piece by
 # piece, inside the loss, so the full logit matrix itself is never stored.
 #
-# .. literalinclude:: /kernels/cross_entropy.py
+# .. literalinclude:: /kernels/operations/cross_entropy.py
 #    :pyobject: CrossEntropyFunction
 #
 # As on the :doc:`dropout page <plot_02_dropout>`, ``first_order_only`` refuses a
@@ -137,10 +138,10 @@ again.
 
 import torch
 
-from kernels import cross_entropy
-from kernels.bench import check
-from kernels.messages import kernels_run_on
-from kernels.runtime import kernel_device
+from kernels.harness.bench import check
+from kernels.operations import cross_entropy
+from kernels.text.messages import kernels_run_on
+from kernels.triton_helpers.runtime import kernel_device
 
 print(kernels_run_on())
 for n_classes in (1, 1000, 5000):
@@ -189,9 +190,9 @@ except ValueError as error:
 # and its backward pass only scales it, so there is no backward pass of its own to
 # time. The lines under each table say where a baseline has no rate, and why.
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import print_peak_memory, results_table
+from kernels.figures.plotting import plot_measurement, plot_peak_memory
+from kernels.figures.report import print_peak_memory, results_table
+from kernels.harness.bench import measure_or_load
 
 forward = measure_or_load(cross_entropy.BENCHMARK)
 figure = plot_measurement(forward)
@@ -242,7 +243,7 @@ print_peak_memory(forward)
 #    **The forward call is two kernels**: the row losses, then their mean, which one
 #    program computes. Reading 4096 rows at once with 16 warps, instead of looping over
 #    1024 rows at a time with 4, shortened the mean kernel in a sweep on an H200 (the
-#    comment beside ``MEAN_BLOCK`` in ``kernels/cross_entropy.py`` records by how much).
+#    comment beside ``MEAN_BLOCK`` in ``kernels/operations/cross_entropy.py`` records by how much).
 #
 #    **Where the forward kernel falls short of the ceiling goal** (the line under the
 #    forward table says where; on the H200, though not in the H100's table above, at

@@ -64,7 +64,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # ``BLOCK_M x BLOCK_K`` tile of ``A`` and a ``BLOCK_K x BLOCK_N`` tile of ``B``, as in
 # the :doc:`lesson on tiles in 2-D </docs/lessons/03_tiles>`:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: matmul_kernel
 #
 # Step by step:
@@ -74,7 +74,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #   it is exactly that); in Triton's CPU interpreter it widens the tiles to float32
 #   first, because the interpreter multiplies bfloat16 tiles as raw integers:
 #
-#   .. literalinclude:: /kernels/tile_dot.py
+#   .. literalinclude:: /kernels/triton_helpers/tile_dot.py
 #      :pyobject: tile_dot
 #
 # * the accumulator ``acc`` is float32 whatever the inputs are, and it stays in
@@ -93,10 +93,10 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 #   over ``C`` (a gated MLP multiplies two products element by element, which this
 #   epilogue does not do):
 #
-#   .. literalinclude:: /kernels/matmul.py
+#   .. literalinclude:: /kernels/operations/matmul.py
 #      :pyobject: epilogue
 #
-#   .. literalinclude:: /kernels/matmul.py
+#   .. literalinclude:: /kernels/operations/matmul.py
 #      :pyobject: gelu_tanh
 #
 # What the kernel does not say is just as telling. Each SM (streaming multiprocessor;
@@ -118,7 +118,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # outside the matrix with zeros. The same kernel with descriptors has no pointer
 # arithmetic and no masks:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: matmul_tma_kernel
 #
 # A descriptor needs each row to start on a 16-byte boundary and the elements of a row
@@ -127,7 +127,7 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # a matrix as stored must then be a multiple of 8 elements long; "Rows off the 16-byte
 # boundary", further down, says what the launcher does with those that are not:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: tma_ready
 #
 # For large outputs the launcher runs the same kernel made *persistent*: a fixed number
@@ -152,17 +152,17 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 # This is the tail of the *stream-K* idea (Osama et al., 2023), which spreads all of
 # the work along K evenly over the SMs:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: matmul_tma_persistent_kernel
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: _add_up_pieces
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :start-at: # Outputs of at least this many values take the persistent kernel
 #    :end-at: MAX_SPLIT =
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: matmul
 #
 # The measurements below time the launcher: the descriptor kernel for
@@ -179,10 +179,10 @@ used many times before it leaves the chip. Tiles are how a kernel arranges that.
 
 import torch
 
-from kernels import matmul
-from kernels.bench import check, relative_error
-from kernels.messages import _, kernels_run_on, number
-from kernels.runtime import kernel_device
+from kernels.harness.bench import check, relative_error
+from kernels.operations import matmul
+from kernels.text.messages import _, kernels_run_on, number
+from kernels.triton_helpers.runtime import kernel_device
 
 print(kernels_run_on())
 for n in matmul.BENCHMARK.interpreter_sizes:
@@ -222,7 +222,7 @@ for activation in matmul.ACTIVATIONS:
 #   read 16-bit tiles from shared memory in either order, so the transpose need not
 #   move any data. ``A_TRANSPOSED`` does the same for an ``A`` stored transposed.
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: transposed
 
 x = torch.randn(
@@ -259,7 +259,7 @@ print(line.format(error=number(f"{error:.1e}")))
 # explains it) wires them in; ``first_order_only`` turns a request for a second
 # derivative, which the kernels cannot give, into an error that says so:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: MatmulFunction
 #
 # The check compares the gradients with PyTorch's evaluated in float64:
@@ -298,7 +298,7 @@ for name, mine, reference in (
 # ``A`` and a few tile columns of ``B`` (such a remapping of program numbers is also
 # called *swizzling*; Triton's ``tl.swizzle2d`` computes the same one):
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: grouped_tile
 #
 # The figure below is drawn from that function itself: a small kernel calls
@@ -307,8 +307,8 @@ for name, mine, reference in (
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
-from kernels.messages import _
-from kernels.plotting import TEXT_PT, set_caption, style
+from kernels.figures.plotting import TEXT_PT, set_caption, style
+from kernels.text.messages import _
 
 TILES = 9
 GROUP_M = 3
@@ -383,7 +383,7 @@ set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 # :doc:`constexpr lesson </docs/lessons/02_constexpr>` shows why each configuration is
 # its own compiled kernel). Our candidates are chosen for Hopper:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :start-at: # Candidates for Hopper
 #    :end-before: # Small tiles for the interpreter
 #
@@ -392,7 +392,7 @@ set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 # In the interpreter they are pruned to one small tile, since timing candidates there
 # would time Python:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: _candidates
 #
 # The candidates are ranked by their time on the GPU alone. With Triton's default timer,
@@ -402,10 +402,10 @@ set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 # not measured. ``candidate_gpu_time`` replays a CUDA graph of many calls instead, in
 # which no Python runs between the kernels:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: candidate_gpu_time
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :start-at: # One configuration per key
 #    :end-at: )(matmul_kernel)
 #
@@ -417,9 +417,9 @@ set_caption(fig, caption.format(tiles=TILES, in_flight=IN_FLIGHT))
 # 8192 x 8192 product, the best of a few timings taken at the end of the same run. On
 # this kind of work the practical ceiling is the vendor library, not a datasheet number.
 
-from kernels.bench import measure_or_load
-from kernels.plotting import plot_measurement
-from kernels.report import results_table
+from kernels.figures.plotting import plot_measurement
+from kernels.figures.report import results_table
+from kernels.harness.bench import measure_or_load
 
 square = measure_or_load(matmul.BENCHMARK)
 figure = plot_measurement(square)
@@ -471,7 +471,7 @@ table
 # * The gap between each library's two lines is time on the GPU outside the kernel.
 #   At small sizes it is a few microseconds for both, although our launcher is Python:
 #   it checks the inputs, looks up the plan that its first call of this shape made
-#   (``_tma_plans`` in ``kernels/matmul.py``: the configuration autotune chose, the grid
+#   (``_tma_plans`` in ``kernels/operations/matmul.py``: the configuration autotune chose, the grid
 #   and the descriptors' shapes) and builds the descriptors before each launch. The L2
 #   flush before each timed call gives the host time for that (see the lesson). Where
 #   Triton's call time jumps far above its kernel time at a single size, the
@@ -512,7 +512,7 @@ import re
 
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels.compiler_output import compile_for_gpu
+from kernels.triton_helpers.compiler_output import compile_for_gpu
 
 ragged = torch.zeros(64, 2047, dtype=torch.bfloat16, device=kernel_device())
 try:
@@ -586,21 +586,21 @@ for n in (2048, 2047):
 # value many times; for few rows (a decoding step), it would cost more than the reads
 # it speeds up, and the operands are read in place:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :start-at: # An operand whose rows TMA cannot read in place
 #    :end-at: ALIGNED_COPY_MIN_REUSE =
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: aligned_copy
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: _readable_rows
 #
 # ``C`` is written once per tile, not once per step along ``K``: where its rows are
 # unaligned the kernel stores its tiles through pointers, and only that store is
 # done 2 bytes at a time:
 #
-# .. literalinclude:: /kernels/matmul.py
+# .. literalinclude:: /kernels/operations/matmul.py
 #    :pyobject: _store_tile
 #
 # Measured: square products whose size is not a multiple of 8, from 1025 to 6143. The
@@ -616,7 +616,7 @@ table
 # Each library beside itself one size away, where the rows are aligned (the square
 # record above):
 
-from kernels.report import neighbour_table
+from kernels.figures.report import neighbour_table
 
 neighbour_table(unaligned, square, ("cuBLAS", "Triton"))
 

@@ -24,10 +24,10 @@ before the softmax, so their probabilities are zero.
 Written as PyTorch operations, attention materialises the N x N probabilities of
 every head:
 
-.. literalinclude:: /kernels/attention.py
+.. literalinclude:: /kernels/operations/attention.py
    :pyobject: attention_probabilities
 
-.. literalinclude:: /kernels/attention.py
+.. literalinclude:: /kernels/operations/attention.py
    :pyobject: naive_attention
 
 FlashAttention (Dao et al., 2022) computes the same result in tiles and never stores
@@ -38,8 +38,8 @@ and the backward pass that training needs.
 # %%
 # How big is the matrix?
 
-from kernels import attention
-from kernels.messages import _, number
+from kernels.operations import attention
+from kernels.text.messages import _, number
 
 for seq_len in (4096, 16384):
     scores = attention.BATCH * attention.HEADS * seq_len**2
@@ -96,7 +96,7 @@ for seq_len in (4096, 16384):
 # The inner loop folds one block of keys after another into a query block's running
 # state:
 #
-# .. literalinclude:: /kernels/attention.py
+# .. literalinclude:: /kernels/operations/attention.py
 #    :pyobject: _attend_to_keys
 #
 # Step by step:
@@ -115,7 +115,7 @@ for seq_len in (4096, 16384):
 #
 # The outer kernel loads its block of queries once, runs the loop, and divides:
 #
-# .. literalinclude:: /kernels/attention.py
+# .. literalinclude:: /kernels/operations/attention.py
 #    :pyobject: attention_forward_kernel
 #
 # * ``head_offset`` is computed in ``int64``, as the
@@ -147,7 +147,7 @@ for seq_len in (4096, 16384):
 # and the short ones fill the last wave, instead of the longest starting last and
 # running alone while the other SMs wait.
 #
-# .. literalinclude:: /kernels/attention.py
+# .. literalinclude:: /kernels/operations/attention.py
 #    :pyobject: _query_block
 #
 # The cell below draws the plan for a 1,024-token
@@ -214,12 +214,12 @@ print(
 # in registers. Everything in it is computed transposed, keys along the rows, so that
 # the products land in the shape of ``dK`` and ``dV``:
 #
-# .. literalinclude:: /kernels/attention.py
+# .. literalinclude:: /kernels/operations/attention.py
 #    :pyobject: _key_block_gradients
 #
 # The other owns a block of queries, walks all key blocks, and accumulates ``dQ``:
 #
-# .. literalinclude:: /kernels/attention.py
+# .. literalinclude:: /kernels/operations/attention.py
 #    :pyobject: _query_block_gradient
 #
 # No two programs write the same tile, so no *atomics* are needed (memory operations
@@ -238,8 +238,8 @@ print(
 # attention, which run the causal forward pass first. Of the two sequence lengths, 40
 # is not a multiple of any block, so the masked edges are checked too.
 
-from kernels.bench import check
-from kernels.messages import kernels_run_on
+from kernels.harness.bench import check
+from kernels.text.messages import kernels_run_on
 
 print(kernels_run_on())
 for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
@@ -268,11 +268,11 @@ for spec in (attention.BENCHMARK, attention.CAUSAL_BACKWARD_BENCHMARK):
 
 from dataclasses import replace
 
-from kernels.bench import measure_or_load
-from kernels.measurements import Measurement
-from kernels.messages import _, number
-from kernels.plotting import plot_measurement, plot_peak_memory
-from kernels.report import ResultTable, print_peak_memory, results_table
+from kernels.figures.plotting import plot_measurement, plot_peak_memory
+from kernels.figures.report import ResultTable, print_peak_memory, results_table
+from kernels.harness.bench import measure_or_load
+from kernels.harness.measurements import Measurement
+from kernels.text.messages import _, number
 
 
 def judge(measurement: Measurement, goal: float) -> ResultTable:
@@ -321,15 +321,15 @@ judge(causal, goal=0.9)
 # would not: it skips the key blocks right of the diagonal, masks only the blocks that
 # need a mask (those on the diagonal, and the last one of a ragged sequence), starts the
 # longest query blocks first, and runs with the tiles, warps and pipeline stages of a
-# sweep. ``kernels/attention_ablation.py`` builds the same kernel from the same pieces
+# sweep. ``kernels/operations/attention_ablation.py`` builds the same kernel from the same pieces
 # with a compile-time switch per technique. Each series below takes one thing out, or
 # changes one launch setting, and keeps the rest; the first takes nothing out, to show
 # that the rebuilt kernel runs as fast as the course's. The table divides each series'
 # rate by the course kernel's: what that one thing was worth, at a length of whole
 # 128-token blocks, a ragged one and a long one.
 
-from kernels import attention_ablation
-from kernels.report import ablation_table
+from kernels.figures.report import ablation_table
+from kernels.operations import attention_ablation
 
 ablation = measure_or_load(attention_ablation.ABLATION_BENCHMARK)
 figure = plot_measurement(ablation)
@@ -374,7 +374,7 @@ print_peak_memory(forward)
 # al., 2024) gets its speed on Hopper GPUs from making these choices itself: while one
 # group of warps computes the softmax of its scores, the tensor cores run the products
 # of another. Triton's lower layer, *Gluon* (``triton.experimental.gluon``), lets a
-# kernel say all of that. Our Gluon forward kernel, in ``kernels/attention_gluon.py``,
+# kernel say all of that. Our Gluon forward kernel, in ``kernels/operations/attention_gluon.py``,
 # does the arithmetic of the Triton kernel above with FlashAttention-3's schedule:
 #
 # * one *loader warp* copies tiles of K and V into a ring of two slots in shared memory
@@ -399,12 +399,12 @@ print_peak_memory(forward)
 # how a program's number maps to its work (the comment gives what the other orders
 # measured):
 #
-# .. literalinclude:: /kernels/attention_gluon.py
+# .. literalinclude:: /kernels/operations/attention_gluon.py
 #    :pyobject: _unit
 #
 # One warpgroup's part:
 #
-# .. literalinclude:: /kernels/attention_gluon.py
+# .. literalinclude:: /kernels/operations/attention_gluon.py
 #    :pyobject: _attend
 #
 # Every tensor's layout is written out: ``NVMMADistributedLayout`` is how the tensor
@@ -413,7 +413,7 @@ print_peak_memory(forward)
 # barrier and the phase it waits for. The kernel that sets up the shared memory and the
 # barriers and starts the three partitions:
 #
-# .. literalinclude:: /kernels/attention_gluon.py
+# .. literalinclude:: /kernels/operations/attention_gluon.py
 #    :pyobject: attention_forward_gluon_kernel
 #
 # That is the price of the control: much more code than the Triton kernel, all of it
@@ -430,8 +430,8 @@ print_peak_memory(forward)
 # fastest other implementation there, the Triton kernel included, with the course's
 # forward goal, 0.9.
 
-from kernels import attention_gluon
-from kernels.report import rival_table
+from kernels.figures.report import rival_table
+from kernels.operations import attention_gluon
 
 gluon_forward = measure_or_load(attention_gluon.GLUON_BENCHMARK)
 figure = plot_measurement(gluon_forward)
@@ -491,7 +491,7 @@ judge(causal_backward_d64, goal=0.85)
 #    for head dimension 128 and on an H100 for head dimension 64, at whole and ragged
 #    lengths (the comment gives what the candidates ran):
 #
-#    .. literalinclude:: /kernels/attention.py
+#    .. literalinclude:: /kernels/operations/attention.py
 #       :start-at: GPU_TILES = {
 #       :end-at: }
 #

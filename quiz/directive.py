@@ -117,7 +117,7 @@ def parse_skeleton(
     in a scratch document that shares the page's settings and reporter, so that every
     message goes through Sphinx's logging (and -W). The texts are shown as written (no
     typographic quotes) and stay out of the page's catalog: they are translated where
-    they come from (a bank's translation, kernels/locales/)."""
+    they come from (a bank's translation, kernels/text/locales/)."""
     scratch = new_document(directive.get_source_info()[0], directive.state.document.settings)
     scratch.reporter = directive.state.document.reporter
     Parser().parse(rst, scratch)

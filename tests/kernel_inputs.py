@@ -3,8 +3,8 @@ kernels do not run on, and float64 comparisons at each dtype's tolerance."""
 
 import torch
 
-from kernels.bench import RELATIVE_TOLERANCE, relative_error
-from kernels.runtime import interpreted, kernel_device
+from kernels.harness.bench import RELATIVE_TOLERANCE, relative_error
+from kernels.triton_helpers.runtime import interpreted, kernel_device
 
 DEVICE = kernel_device()
 # "meta" tensors have a shape and no data: a device no kernel here runs on.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kernels import measurements
+from kernels.harness import measurements
 
 X = [2**24, 2**25, 2**26, 2**27, 2**28]
 CEILING = 4000.0
@@ -43,7 +43,7 @@ def sample_doc(**changes: Any) -> dict[str, Any]:
         "code": {
             "fingerprint": "0123456789abcdef",
             "commit": COMMIT,
-            "files": {"kernels/vector_add.py": "0123456789abcdef"},
+            "files": {"kernels/operations/vector_add.py": "0123456789abcdef"},
         },
         "environment": {
             "gpu": "NVIDIA H200",
@@ -62,7 +62,7 @@ def sample_doc(**changes: Any) -> dict[str, Any]:
 
 
 def sample(**changes: Any) -> measurements.Measurement:
-    """:func:`sample_doc` as a validated :class:`~kernels.measurements.Measurement`."""
+    """:func:`sample_doc` as a validated :class:`~kernels.harness.measurements.Measurement`."""
     return measurements.from_json(sample_doc(**changes), "sample.json")
 
 
@@ -97,7 +97,7 @@ def launch_doc(**changes: Any) -> dict[str, Any]:
         "code": {
             "fingerprint": "0123456789abcdef",
             "commit": COMMIT,
-            "files": {"kernels/launch_cost.py": "0123456789abcdef"},
+            "files": {"kernels/harness/launch_cost.py": "0123456789abcdef"},
         },
         "environment": copy.deepcopy(sample_doc()["environment"]),
         "timing": {"calls": 2000, "repeats": 7},
@@ -107,7 +107,7 @@ def launch_doc(**changes: Any) -> dict[str, Any]:
 
 
 def launch_sample(**changes: Any) -> measurements.LaunchOverhead:
-    """:func:`launch_doc` as a validated :class:`~kernels.measurements.LaunchOverhead`."""
+    """:func:`launch_doc` as a validated :class:`~kernels.harness.measurements.LaunchOverhead`."""
     return measurements.launch_overhead_from_json(launch_doc(**changes), "sample.json")
 
 
@@ -141,7 +141,7 @@ def within(seconds: int) -> Iterator[None]:
 
 def bounded_text(path: Path) -> str:
     """The text of the regular file at ``path``, read as the loaders read a record
-    (:func:`kernels.measurements.read_bounded`): a FIFO, a device or a directory named
+    (:func:`kernels.harness.measurements.read_bounded`): a FIFO, a device or a directory named
     like a file, or a file past the size of a record, is an error that names the file,
     not a hang or the whole memory."""
     try:

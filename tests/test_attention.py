@@ -10,8 +10,8 @@ import pytest
 import torch
 from kernel_inputs import OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import attention, attention_gluon
-from kernels.bench import RELATIVE_TOLERANCE, check, relative_error
+from kernels.harness.bench import RELATIVE_TOLERANCE, check, relative_error
+from kernels.operations import attention, attention_gluon
 
 HALF = (torch.float16, torch.bfloat16)
 SHAPES = {

@@ -4,8 +4,8 @@ import pytest
 import torch
 from kernel_inputs import assert_close_to_float64, randn
 
-from kernels import attention, attention_ablation
-from kernels.attention_ablation import ABLATIONS, Ablation, ablated_attention
+from kernels.operations import attention, attention_ablation
+from kernels.operations.attention_ablation import ABLATIONS, Ablation, ablated_attention
 
 
 @pytest.mark.parametrize("seq_len", [32, 37], ids=["whole-blocks", "ragged"])

@@ -1,4 +1,4 @@
-"""The Gluon attention forward (kernels.attention_gluon): compiled for sm_90a on any
+"""The Gluon attention forward (kernels.operations.attention_gluon): compiled for sm_90a on any
 machine (Gluon has no CPU interpreter), its inputs checked before any GPU is needed,
 and, on a Hopper GPU, its output and log-sum-exp compared with float64 attention."""
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 from triton.experimental.gluon import language as gl
 
-from kernels.attention import LOG2_E
-from kernels.attention_gluon import (
+from kernels.operations.attention import LOG2_E
+from kernels.operations.attention_gluon import (
     BLOCK_M,
     BLOCK_N,
     CONSUMER_REGS,
@@ -19,10 +19,10 @@ from kernels.attention_gluon import (
     gluon_attention,
     gluon_unavailable,
 )
-from kernels.compiler_output import compile_for_gpu
-from kernels.runtime import kernel_device
+from kernels.triton_helpers.compiler_output import compile_for_gpu
+from kernels.triton_helpers.runtime import kernel_device
 
-KERNEL = "kernels.attention_gluon:attention_forward_gluon_kernel"
+KERNEL = "kernels.operations.attention_gluon:attention_forward_gluon_kernel"
 
 
 def descriptor_type(rows: int, head_dim: int) -> str:
@@ -104,7 +104,7 @@ def reference(q, k, v, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(("seq_len", "head_dim"), [(64, 128), (300, 128), (1500, 64), (257, 64)])
 def test_matches_float64_attention_at_ragged_lengths(seq_len, head_dim, causal) -> None:
-    from kernels import attention_gluon
+    from kernels.operations import attention_gluon
 
     q, k, v = qkv(2, 3, seq_len, head_dim)
     out = gluon_attention(q, k, v, causal=causal)

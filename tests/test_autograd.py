@@ -14,7 +14,8 @@ import torch
 from kernel_inputs import DEVICE, randn
 
 import kernels
-from kernels import (
+from kernels.harness.bench import discover
+from kernels.operations import (
     attention,
     attention_ablation,
     attention_gluon,
@@ -28,7 +29,6 @@ from kernels import (
     swiglu,
     vector_add,
 )
-from kernels.bench import discover
 
 
 @dataclass(frozen=True)

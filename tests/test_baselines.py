@@ -14,19 +14,11 @@ import pytest
 import torch
 from records import X, sample
 
-from kernels import (
-    bench,
-    cross_entropy,
-    layer_norm,
-    liger,
-    measurements,
-    rms_norm,
-    softmax,
-    vector_add,
-)
-from kernels.plotting import plot_measurement
-from kernels.report import results_table
-from kernels.spec import ProviderUnavailable
+from kernels.declarations.spec import ProviderUnavailable
+from kernels.figures.plotting import plot_measurement
+from kernels.figures.report import results_table
+from kernels.harness import bench, liger, measurements
+from kernels.operations import cross_entropy, layer_norm, rms_norm, softmax, vector_add
 
 matplotlib.use("Agg")
 

@@ -15,22 +15,22 @@ import pytest
 import torch
 from records import committed_doc, launch_doc, records_folder, sample, sample_doc
 
-from kernels import (
+from kernels.declarations.spec import BenchmarkSpec, ProviderUnavailable
+from kernels.figures.plotting import caption_of, plot_measurement, plot_peak_memory
+from kernels.figures.report import results_table
+from kernels.harness import (
     bench,
     fingerprint,
     launch_record,
     measurements,
-    messages,
     recording,
     shards,
     timing,
-    vector_add,
 )
-from kernels.measurements import MeasurementError
-from kernels.plotting import caption_of, plot_measurement, plot_peak_memory
-from kernels.report import results_table
-from kernels.runtime import interpreted
-from kernels.spec import BenchmarkSpec, ProviderUnavailable
+from kernels.harness.measurements import MeasurementError
+from kernels.operations import vector_add
+from kernels.text import messages
+from kernels.triton_helpers.runtime import interpreted
 
 matplotlib.use("Agg")
 
@@ -207,7 +207,7 @@ def test_log_axes_label_sizes_at_full_text_size_in_the_edition_s_numbers(
 
 
 def test_a_size_label_is_exact_or_written_in_full() -> None:
-    from kernels.plotting import plain_label, size_label
+    from kernels.figures.plotting import plain_label, size_label
 
     assert [size_label(v) for v in (1, 1000, 1024, 1500, 50257, 2**20, 3 * 2**20)] == [
         "1", "1,000", "1K", "1,500", "50,257", "1M", "3M"]  # fmt: skip
@@ -232,7 +232,7 @@ def test_peak_memory_figure_leaves_a_gap_where_a_provider_ran_out_of_memory() ->
 def test_bench_command_line_finds_every_benchmark() -> None:
     # Run as ``python -m``, the module is __main__: discovery must still find the specs.
     result = subprocess.run(
-        [sys.executable, "-m", "kernels.recording", "nosuch"],
+        [sys.executable, "-m", "kernels.harness.recording", "nosuch"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -248,14 +248,14 @@ def test_default_baselines_are_pytorch_eager_and_torch_compile() -> None:
 
 # The harness and the presentation: what kernel modules must never import.
 HARNESS = {
-    "kernels.bench",
-    "kernels.recording",
-    "kernels.measurements",
-    "kernels.plotting",
-    "kernels.report",
-    "kernels.provenance",
-    "kernels.timing",
-    "kernels.fingerprint",
+    "kernels.harness.bench",
+    "kernels.harness.recording",
+    "kernels.harness.measurements",
+    "kernels.figures.plotting",
+    "kernels.figures.report",
+    "kernels.harness.provenance",
+    "kernels.harness.timing",
+    "kernels.harness.fingerprint",
 }
 
 
@@ -316,8 +316,8 @@ def test_measure_records_kernel_time_call_time_work_and_code(
     assert record.series["Triton"] == tuple(w / 1.0 / 1e6 for w in work)
     assert record.call_series["eager"] == tuple(w / 2.0 / 1e6 for w in work)
     assert record.code == bench.code_of(spec)
-    assert "kernels/vector_add.py" in record.code.files
-    assert "kernels/timing.py" in record.code.files
+    assert "kernels/operations/vector_add.py" in record.code.files
+    assert "kernels/harness/timing.py" in record.code.files
     assert record.fresh
     # What measure() returns can be saved and loaded back as it is.
     assert measurements.from_json(record.to_json(), "x") == record
@@ -415,7 +415,7 @@ RECORDS_BY_GPU = {
 
 def _stale_command(course: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.recording", "--stale"],
+        [sys.executable, "-m", "kernels.harness.recording", "--stale"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -444,7 +444,7 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     result = _stale_command(course)
     assert result.returncode == 1
     assert "vector_add.json is stale" in result.stdout
-    assert "kernels/vector_add.py changed" in result.stdout
+    assert "kernels/operations/vector_add.py changed" in result.stdout
     assert "softmax.json" not in result.stdout
     # The float16 sweep runs the same module, and the launch_overhead record times every
     # launcher: vector_add's among them.
@@ -507,7 +507,7 @@ def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = _stale_command(course)
-    # All but launch_overhead, which kernels/launch_cost.py times on its own, on every GPU.
+    # All but launch_overhead, which kernels/harness/launch_cost.py times on its own, on every GPU.
     stale = sum(len(set(names) - {bench.LAUNCH_OVERHEAD}) for names in RECORDS_BY_GPU.values())
     assert result.returncode == 1 and f"drawn: {stale}\n" in result.stderr
     assert "launch_overhead.json" not in result.stdout
@@ -523,7 +523,7 @@ def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Pat
     result = _stale_command(course)
     assert result.returncode == 1 and "Records that cannot be drawn: 1\n" in result.stderr
     assert "launch_overhead.json is stale" in result.stdout
-    assert "kernels/launch_cost.py changed" in result.stdout
+    assert "kernels/harness/launch_cost.py changed" in result.stdout
 
 
 @pytest.fixture
@@ -574,7 +574,7 @@ def test_a_stale_record_fails_naming_the_file_and_what_changed(
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
     doc = sample_doc()
     doc["code"] = {**doc["code"], "files": {**bench.code_of(vector_add.BENCHMARK).files}}
-    doc["code"]["files"]["kernels/vector_add.py"] = "0000000000000000"
+    doc["code"]["files"]["kernels/operations/vector_add.py"] = "0000000000000000"
     (records_in / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(
         measurements.StaleMeasurementError,
@@ -727,7 +727,7 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
         encoding="utf-8",
     )
     result = subprocess.run(
-        [sys.executable, "-m", "kernels.recording", "--only-stale", "--list"],
+        [sys.executable, "-m", "kernels.harness.recording", "--only-stale", "--list"],
         capture_output=True, text=True, timeout=300, cwd=course,
         env={"PATH": "", "PYTHONPATH": str(course), "NINJA_GAP_COMMIT": "test"},
     )  # fmt: skip

@@ -256,7 +256,7 @@ def test_figure_text_is_at_least_9_pixels_tall_on_a_phone(
     edition: DocsBuild, browser: "playwright_api.Browser", failures: Path
 ) -> None:
     docs_build = edition
-    from kernels.plotting import TEXT_PT
+    from kernels.figures.plotting import TEXT_PT
 
     # Figures are saved at matplotlib's 100 pixels per inch; the build refuses a figure
     # with text under TEXT_PT points, so the smallest text is this tall in the image:

@@ -8,7 +8,8 @@ from importlib import metadata
 import pytest
 from conftest import ROOT, DocsBuild
 
-from kernels import fingerprint, messages
+from kernels.harness import fingerprint
+from kernels.text import messages
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 import build_info

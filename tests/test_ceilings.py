@@ -1,10 +1,10 @@
-"""kernels.ceilings and the tolerances per dtype: a benchmark in a dtype the harness has
+"""kernels.harness.ceilings and the tolerances per dtype: a benchmark in a dtype the harness has
 not met (fp32, fp8) gets its own ceiling and tolerance without an edit of the harness."""
 
 import pytest
 import torch
 
-from kernels import bench, ceilings, timing
+from kernels.harness import bench, ceilings, timing
 
 
 def _stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[str]:

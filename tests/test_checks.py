@@ -8,15 +8,15 @@ import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, randn
 
-from kernels.checks import (
+from kernels.triton_helpers.checks import (
     check_normalisation,
     check_parameter,
     check_rows,
     check_tensor,
     needs_grad,
 )
-from kernels.launch import ROW_DTYPES
-from kernels.runtime import interpreted, kernel_device
+from kernels.triton_helpers.launch import ROW_DTYPES
+from kernels.triton_helpers.runtime import interpreted, kernel_device
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 WHERE = "Triton's interpreter runs on the CPU" if interpreted() else "kernels run on the GPU"
@@ -216,7 +216,7 @@ def test_needs_grad_asks_grad_mode_and_every_tensor() -> None:
 
 def test_a_lazily_negated_view_is_refused_by_every_launcher_not_read_with_the_wrong_sign() -> None:
     # Before: its memory holds -x, and add, matmul and swiglu returned the wrong sign.
-    from kernels import matmul, swiglu, vector_add
+    from kernels.operations import matmul, swiglu, vector_add
 
     x = randn(8, 8)
     negated = torch._neg_view(x)
@@ -239,7 +239,7 @@ def test_a_sparse_tensor_is_refused_by_name_not_read_as_dense_memory(to_sparse: 
     # ("Cannot access storage of SparseTensorImpl"); the others asked for .contiguous().
     import warnings
 
-    from kernels import matmul, vector_add
+    from kernels.operations import matmul, vector_add
 
     half = randn(8, 8).to(torch.bfloat16)
     with warnings.catch_warnings():
@@ -258,7 +258,7 @@ def test_a_sparse_tensor_is_refused_by_name_not_read_as_dense_memory(to_sparse: 
 def test_a_lazily_negated_weight_or_bias_is_refused(norm: str) -> None:
     # Found by tests/test_sweep.py: check_parameter's quick path let a negated view
     # through, and the kernels read its memory, the opposite sign.
-    from kernels import layer_norm, rms_norm
+    from kernels.operations import layer_norm, rms_norm
 
     x, weight = randn(4, 16), randn(16, seed=1)
     negated = torch._neg_view(weight)

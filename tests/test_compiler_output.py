@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from kernels.compiler_output import STAGES, compile_for_gpu
+from kernels.triton_helpers.compiler_output import STAGES, compile_for_gpu
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32",
              "BLOCK_SIZE": "constexpr"}  # fmt: skip
@@ -13,7 +13,7 @@ ALIGNED = ("x_ptr", "y_ptr", "out_ptr", "n_elements")
 
 def global_loads(block: int) -> list[str]:
     asm = compile_for_gpu(
-        "kernels.vector_add:add_kernel", SIGNATURE, {"BLOCK_SIZE": block}, ALIGNED
+        "kernels.operations.vector_add:add_kernel", SIGNATURE, {"BLOCK_SIZE": block}, ALIGNED
     )
     assert set(asm) == set(STAGES) and ".target sm_90" in asm["ptx"]
     return re.findall(r"ld\.global[.\w]*", asm["ptx"])
@@ -27,6 +27,8 @@ def test_the_tile_size_decides_the_width_of_loads() -> None:
 
 def test_a_failed_compilation_says_which_kernel() -> None:
     with pytest.raises(
-        RuntimeError, match=r"compiling kernels.vector_add:no_such_kernel for sm_90"
+        RuntimeError, match=r"compiling kernels.operations.vector_add:no_such_kernel for sm_90"
     ):
-        compile_for_gpu("kernels.vector_add:no_such_kernel", SIGNATURE, {"BLOCK_SIZE": 128})
+        compile_for_gpu(
+            "kernels.operations.vector_add:no_such_kernel", SIGNATURE, {"BLOCK_SIZE": 128}
+        )

@@ -12,7 +12,7 @@ import re
 import pytest
 import triton.language as tl
 
-from kernels.compiler_output import compile_for_gpu
+from kernels.triton_helpers.compiler_output import compile_for_gpu
 
 F32 = tl.float32
 
@@ -37,7 +37,7 @@ def test_rms_norm_forward_takes_several_rows_in_vectors(rows: int, block: int) -
     signature = {**NORM_ARGS, "inv_rms_ptr": "*fp32", "STATS": "i1"}
     signature = {name: signature[name] for name in ("x_ptr", "weight_ptr", "out_ptr",
                  "inv_rms_ptr", "n_rows", "n_cols", "eps", "STATS")}  # fmt: skip
-    ptx = ptx_of("kernels.rms_norm:rms_norm_kernel", signature,
+    ptx = ptx_of("kernels.operations.rms_norm:rms_norm_kernel", signature,
                  {"ACC": F32, "BLOCK_SIZE": block, "ROWS": rows, "EVEN": False},
                  ("x_ptr", "weight_ptr", "out_ptr", "n_cols"), num_warps=8)  # fmt: skip
     assert vector_loads(ptx)
@@ -49,7 +49,7 @@ def test_layer_norm_forward_takes_several_rows_in_vectors(rows: int, block: int)
                  "STATS": "i1"}  # fmt: skip
     signature = {name: signature[name] for name in ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr",
                  "mean_ptr", "rstd_ptr", "n_rows", "n_cols", "eps", "STATS")}  # fmt: skip
-    ptx = ptx_of("kernels.layer_norm:layer_norm_forward_kernel", signature,
+    ptx = ptx_of("kernels.operations.layer_norm:layer_norm_forward_kernel", signature,
                  {"ACC": F32, "BLOCK_SIZE": block, "ROWS": rows, "EVEN": False},
                  ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr", "n_cols"), num_warps=8)  # fmt: skip
     assert vector_loads(ptx)
@@ -72,9 +72,9 @@ def test_cross_entropy_forward_loads_vectors_from_rows_of_odd_length(stats: bool
     # n_cols is not promised to be a multiple of 16 (50,257): only the three-part walk
     # (ALIGN=8) loads vectors.
     options = {"ACC": F32, "BLOCK_SIZE": 8192, "NUM_STAGES": 1, "EVEN": False, "STATS": stats}
-    walked = ptx_of("kernels.cross_entropy:cross_entropy_forward_kernel", CE_ARGS,
+    walked = ptx_of("kernels.operations.cross_entropy:cross_entropy_forward_kernel", CE_ARGS,
                     {**options, "ALIGN": 8}, CE_ALIGNED)  # fmt: skip
-    plain = ptx_of("kernels.cross_entropy:cross_entropy_forward_kernel", CE_ARGS,
+    plain = ptx_of("kernels.operations.cross_entropy:cross_entropy_forward_kernel", CE_ARGS,
                    {**options, "ALIGN": 1}, CE_ALIGNED)  # fmt: skip
     assert vector_loads(walked) and not vector_loads(plain)
 
@@ -86,7 +86,7 @@ def test_cross_entropy_backward_loads_vectors_from_rows_of_odd_length() -> None:
     aligned = ("logits_ptr", "dlogits_ptr", "targets_ptr", "max_ptr", "log_sum_ptr")
     for align, vectors in ((8, True), (1, False)):
         options = {"ACC": F32, "BLOCK_SIZE": 8192, "ALIGN": align}
-        ptx = ptx_of("kernels.cross_entropy:cross_entropy_backward_kernel", signature,
+        ptx = ptx_of("kernels.operations.cross_entropy:cross_entropy_backward_kernel", signature,
                      options, aligned, num_warps=8)  # fmt: skip
         assert vector_loads(ptx) == vectors
 
@@ -95,7 +95,7 @@ def test_the_mean_loss_compiles_without_the_count() -> None:
     # No backward pass: n_valid_ptr is None, a compile-time constant.
     signature = {"losses_ptr": "*fp32", "targets_ptr": "*i64", "loss_ptr": "*fp32",
                  "n_valid_ptr": "constexpr", "n_rows": "i32", "ignore_index": "i32"}  # fmt: skip
-    ptx = ptx_of("kernels.cross_entropy:mean_loss_kernel", signature,
+    ptx = ptx_of("kernels.operations.cross_entropy:mean_loss_kernel", signature,
                  {"n_valid_ptr": None, "BLOCK_SIZE": 4096}, (), num_warps=16)  # fmt: skip
     assert ".entry mean_loss_kernel" in ptx
 
@@ -104,7 +104,7 @@ def test_softmax_of_long_rows_loads_vectors_from_rows_of_odd_length() -> None:
     signature = {"x_ptr": "*bf16", "out_ptr": "*bf16", "n_cols": "i32"}
     for align, vectors in ((8, True), (1, False)):
         options = {"ACC": F32, "BLOCK_SIZE": 16384, "EVEN": False, "ALIGN": align}
-        ptx = ptx_of("kernels.softmax:softmax_looped_kernel", signature, options,
+        ptx = ptx_of("kernels.operations.softmax:softmax_looped_kernel", signature, options,
                      ("x_ptr", "out_ptr"), num_warps=16)  # fmt: skip
         assert vector_loads(ptx) == vectors
 
@@ -112,12 +112,12 @@ def test_softmax_of_long_rows_loads_vectors_from_rows_of_odd_length() -> None:
 # The fused normalisation backward kernels: their signatures, and (rows per tile, block,
 # warps) as their launchers pick them for long and for short rows.
 _NORM_BACKWARDS = {
-    "kernels.rms_norm:rms_norm_backward_kernel": (
+    "kernels.operations.rms_norm:rms_norm_backward_kernel": (
         {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "inv_rms_ptr": "*fp32",
          "dx_ptr": "*bf16", "partial_dw_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
         [(1, 4096, 8), (4, 1024, 4)],
     ),
-    "kernels.layer_norm:layer_norm_backward_kernel": (
+    "kernels.operations.layer_norm:layer_norm_backward_kernel": (
         {"dy_ptr": "*bf16", "x_ptr": "*bf16", "weight_ptr": "*bf16", "mean_ptr": "*fp32",
          "rstd_ptr": "*fp32", "dx_ptr": "*bf16", "partial_dw_ptr": "*fp32",
          "partial_db_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32"},
@@ -136,7 +136,7 @@ def test_norm_backward_compiles_to_vector_loads(
 ) -> None:
     signature = _NORM_BACKWARDS[kernel][0]
     options = {"ACC": F32, "BLOCK_SIZE": block, "ROWS_PER_TILE": rows, "PREFETCH": prefetch}
-    if kernel.startswith("kernels.rms_norm"):
+    if kernel.startswith("kernels.operations.rms_norm"):
         # RMSNorm reads a tile it does not prefetch twice, as its launcher does.
         options["RELOAD"] = not prefetch
     aligned = ("dy_ptr", "x_ptr", "weight_ptr", "dx_ptr", "n_cols")
@@ -150,7 +150,7 @@ def test_attention_forward_stores_the_log_sum_exp_only_when_asked() -> None:
                  "lse_ptr": "*fp32", "seq_len": "i32", "qk_scale": "fp32"}  # fmt: skip
     options = {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False, "EVEN": False}
     aligned = ("q_ptr", "k_ptr", "v_ptr", "out_ptr")
-    kernel = "kernels.attention:attention_forward_kernel"
+    kernel = "kernels.operations.attention:attention_forward_kernel"
     with_lse = ptx_of(kernel, signature, options, aligned)
     without = ptx_of(kernel, signature, {**options, "lse_ptr": None}, aligned)
     stores = [len(re.findall(r"st\.global", ptx)) for ptx in (with_lse, without)]
@@ -161,8 +161,8 @@ def test_softmax_backward_of_long_rows_loads_vectors_from_rows_of_odd_length() -
     signature = {"y_ptr": "*bf16", "dy_ptr": "*bf16", "dx_ptr": "*bf16", "n_cols": "i32"}
     for align, vectors in ((8, True), (1, False)):
         options = {"ACC": F32, "BLOCK_SIZE": 8192, "EVEN": False, "ALIGN": align}
-        ptx = ptx_of("kernels.softmax:softmax_backward_looped_kernel", signature, options,
-                     ("y_ptr", "dy_ptr", "dx_ptr"), num_warps=16)  # fmt: skip
+        kernel = "kernels.operations.softmax:softmax_backward_looped_kernel"
+        ptx = ptx_of(kernel, signature, options, ("y_ptr", "dy_ptr", "dx_ptr"), num_warps=16)
         assert vector_loads(ptx) == vectors
 
 
@@ -179,7 +179,7 @@ def test_the_persistent_matmul_compiles(flatten: bool, c_descriptor: bool) -> No
                "DTYPE": tl.bfloat16, "C_DESCRIPTOR": c_descriptor, "PROGRAMS": 264,
                "SLOTS": 132, "FLATTEN": flatten, "BLOCK_M": 128, "BLOCK_N": 128,
                "BLOCK_K": 64, "GROUP_M": 8}  # fmt: skip
-    ptx = ptx_of("kernels.matmul:matmul_tma_persistent_kernel", signature, options, (),
+    ptx = ptx_of("kernels.operations.matmul:matmul_tma_persistent_kernel", signature, options, (),
                  num_warps=8)  # fmt: skip
     assert "wgmma" in ptx and "cp.async.bulk.tensor" in ptx
     # The pieces of a split tile count their arrivals with an atomic that orders the
@@ -204,7 +204,7 @@ def test_layer_norm_chunked_forward_loads_vectors() -> None:
     }
     options = {"ACC": F32, "CHUNK": 1024}
     ptx = ptx_of(
-        "kernels.layer_norm:layer_norm_forward_chunked_kernel",
+        "kernels.operations.layer_norm:layer_norm_forward_chunked_kernel",
         signature,
         options,
         ("x_ptr", "weight_ptr", "bias_ptr", "out_ptr", "n_cols"),
@@ -217,7 +217,7 @@ def test_dropout_loads_vectors_whatever_the_length() -> None:
     # The length is not promised to be a multiple of 16: full tiles still load vectors.
     signature = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "p": "fp32",
                  "scale": "fp32", "seed": "i64"}  # fmt: skip
-    ptx = ptx_of("kernels.dropout:dropout_kernel", signature, {"BLOCK_SIZE": 4096},
+    ptx = ptx_of("kernels.operations.dropout:dropout_kernel", signature, {"BLOCK_SIZE": 4096},
                  ("x_ptr", "out_ptr"), num_warps=4)  # fmt: skip
     assert vector_loads(ptx)
 
@@ -226,7 +226,7 @@ def test_rms_norm_chunked_forward_loads_vectors() -> None:
     signature = {"x_ptr": "*bf16", "weight_ptr": "*bf16", "out_ptr": "*bf16",
                  "inv_rms_ptr": "*fp32", "n_cols": "i32", "eps": "fp32", "STATS": "i1"}  # fmt: skip
     ptx = ptx_of(
-        "kernels.rms_norm:rms_norm_chunked_kernel",
+        "kernels.operations.rms_norm:rms_norm_chunked_kernel",
         signature,
         {"ACC": F32, "CHUNK": 1024},
         ("x_ptr", "weight_ptr", "out_ptr", "n_cols"),
@@ -246,7 +246,7 @@ def test_the_pointer_matmul_pipelines_16_byte_copies_only_when_rows_are_aligned(
     # specializes it, the pointer kernel's loop loads its tiles with cp.async (16 bytes,
     # issued ahead) when every size and stride is a multiple of 16, and one 2-byte
     # ld.global per value when they are not.
-    from kernels import matmul
+    from kernels.operations import matmul
 
     config = matmul.HOPPER_CONFIGS[0]
     signature = dict.fromkeys(MATMUL_POINTERS, "*bf16") | dict.fromkeys(MATMUL_SIZES, "i32")
@@ -255,7 +255,7 @@ def test_the_pointer_matmul_pipelines_16_byte_copies_only_when_rows_are_aligned(
     signature |= dict.fromkeys(constexprs, "constexpr")
     marked = MATMUL_POINTERS + (MATMUL_SIZES if aligned else ())
     launch = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    ptx = compile_for_gpu("kernels.matmul:matmul_kernel", signature, constexprs, marked,
+    ptx = compile_for_gpu("kernels.operations.matmul:matmul_kernel", signature, constexprs, marked,
                           **launch)["ptx"]  # fmt: skip
     copies = re.findall(r"cp\.async\.cg\.shared\.global", ptx)
     two_byte_loads = re.findall(r"ld\.global\.b16", ptx)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import cross_entropy
+from kernels.operations import cross_entropy
 
 
 def targets_for(n_rows: int, n_classes: int, seed: int = 0) -> torch.Tensor:

@@ -3,19 +3,19 @@
 import pytest
 import torch
 
-from kernels.compiler_output import compile_for_gpu
-from kernels.debugging import (
+from kernels.operations.debugging import (
     assertion_messages,
     compiler_error,
     row_start_kernel,
     tile_sum_kernel,
 )
-from kernels.runtime import kernel_device
+from kernels.triton_helpers.compiler_output import compile_for_gpu
+from kernels.triton_helpers.runtime import kernel_device
 
-SUM = "kernels.debugging:tile_sum_kernel"
+SUM = "kernels.operations.debugging:tile_sum_kernel"
 SUM_SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32",
                  "BLOCK_SIZE": "constexpr"}  # fmt: skip
-ROW = "kernels.debugging:row_start_kernel"
+ROW = "kernels.operations.debugging:row_start_kernel"
 ROW_SIGNATURE = {"rows_ptr": "*i32", "out_ptr": "*i64", "row_stride": "i32",
                  "BLOCK_SIZE": "constexpr", "INT64": "constexpr"}  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""kernels.direct_launch: the compiled kernel is reused with the arguments in the order
+"""kernels.triton_helpers.direct_launch: the compiled kernel is reused with the arguments in the
+order
 Triton's own launch passes them, and a new specialisation compiles anew. Triton's CPU
 interpreter has no compiled kernels, so a stand-in kernel and driver take their place."""
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 from triton import knobs
 
-from kernels import direct_launch
+from kernels.triton_helpers import direct_launch
 
 
 class _Compiled:

@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT, DocsBuild, sphinx_build
 from records import within
 
-from kernels import measurements
-from kernels.fingerprint import short_commit
-from kernels.runtime import describe_device
+from kernels.harness import measurements
+from kernels.harness.fingerprint import short_commit
+from kernels.triton_helpers.runtime import describe_device
 from quiz.bank import load_bank
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -178,7 +178,7 @@ def test_the_site_style_leaves_no_text_too_small_for_a_phone() -> None:
     import matplotlib.pyplot as plt
     from records import sample
 
-    from kernels.plotting import TEXT_PT, plot_measurement
+    from kernels.figures.plotting import TEXT_PT, plot_measurement
 
     assert smallest_text_pt(plot_measurement(sample())) >= TEXT_PT
     fig, ax = plt.subplots()
@@ -204,7 +204,7 @@ def test_a_figure_s_alt_text_is_in_the_edition_s_language(
     # The Russian pages' alt text read "ГБ/с against N".  # noqa: RUF003
     import matplotlib.pyplot as plt
 
-    from kernels import messages
+    from kernels.text import messages
 
     fig, ax = plt.subplots()
     ax.set_xlabel("N")
@@ -308,7 +308,7 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
         # The warning of each page that draws the record names the record and the file.
         (warning,) = [w for w in warnings if page in w and "StaleMeasurementError" in w][:1]
         assert "vector_add.json is stale" in warning
-        assert "kernels/vector_add.py changed since commit" in warning
+        assert "kernels/operations/vector_add.py changed since commit" in warning
 
 
 def _too_large(path: Path) -> None:

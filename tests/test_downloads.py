@@ -23,24 +23,24 @@ SCRIPT = '''"""
 Title
 =====
 
-.. literalinclude:: /kernels/vector_add.py
+.. literalinclude:: /kernels/operations/vector_add.py
    :pyobject: bytes_moved
 """
 
 # %%
 # The kernel:
 #
-# .. literalinclude:: /kernels/vector_add.py
+# .. literalinclude:: /kernels/operations/vector_add.py
 #    :pyobject: add_kernel
 #
 # What the launcher runs:
 #
-# .. literalinclude:: /kernels/vector_add.py
+# .. literalinclude:: /kernels/operations/vector_add.py
 #    :pyobject: add_tail_apart_kernel
 #
 # .. dropdown:: Engineering notes
 #
-#    .. literalinclude:: /kernels/vector_add.py
+#    .. literalinclude:: /kernels/operations/vector_add.py
 #       :pyobject: add
 
 x = 1
@@ -56,13 +56,19 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
     assert "literalinclude" not in whole and ".. quiz::" not in whole
     # The kernels the prose shows are code after it. The one the launcher runs is handed
     # to its module, and its note says that an edit changes what runs...
-    tail = "# (``add_tail_apart_kernel``, from ``/kernels/vector_add.py``, is defined in the"
+    tail = (
+        "# (``add_tail_apart_kernel``, from ``/kernels/operations/vector_add.py``, is defined in"
+        " the"
+    )
     assert tail + " code below: edit it there, and everything after" in whole
     assert "\n@triton.jit\ndef add_tail_apart_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
     assert "\nadd_tail_apart_kernel = swap_in(vector_add, add_tail_apart_kernel)\n" in whole
     # ...while add_kernel, which no launcher calls, is the reader's to launch, and says so.
     assert "\n@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n_elements," in whole
-    own = "# (``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code below for"
+    own = (
+        "# (``add_kernel``, from ``/kernels/operations/vector_add.py``, is defined in the code"
+        " below for"
+    )
     assert own + " you to read and run yourself" in whole
     assert "swap_in(vector_add, add_kernel)" not in whole
     assert "changes only what you run yourself: add_kernel." in whole
@@ -85,12 +91,14 @@ def test_a_script_gets_the_code_and_the_questions_it_showed() -> None:
 
 def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
-        "The kernel:\n", "\n", ".. literalinclude:: /kernels/vector_add.py\n",
+        "The kernel:\n", "\n", ".. literalinclude:: /kernels/operations/vector_add.py\n",
         "   :pyobject: add_kernel\n", "\n", ".. quiz:: vector_add\n"]}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 0}  # fmt: skip
     whole = json.loads(downloads.whole_notebook(json.dumps(notebook), SOURCES))
     text = "".join(whole["cells"][0]["source"])
-    assert "``add_kernel``, from ``/kernels/vector_add.py``, is defined in the code" in text
+    assert (
+        "``add_kernel``, from ``/kernels/operations/vector_add.py``, is defined in the code" in text
+    )
     assert "literalinclude" not in text and ".. quiz::" not in text and "1. With" in text
     # The kernel is a code cell of its own after the text: no launcher calls it, so it is
     # not handed to its module...
@@ -105,7 +113,7 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
     assert "add_kernel = swap_in(vector_add, add_kernel)" in "".join(launched["cells"][1]["source"])
     assert "everything after it runs" in "".join(launched["cells"][0]["source"])
     nested = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
-        ".. dropdown:: Notes\n", "\n", "   .. literalinclude:: /kernels/vector_add.py\n",
+        ".. dropdown:: Notes\n", "\n", "   .. literalinclude:: /kernels/operations/vector_add.py\n",
         "      :pyobject: add_kernel\n"]}], "metadata": {}, "nbformat": 4,
         "nbformat_minor": 0}  # fmt: skip
     inside = json.loads(downloads.whole_notebook(json.dumps(nested), SOURCES))
@@ -114,7 +122,8 @@ def test_a_notebook_gets_fenced_code_and_the_questions() -> None:
 
 def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> None:
     kernels = downloads.live_objects(
-        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
+        ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: softmax_kernel\n",
+        SOURCES,
     )
     assert [(k.module, k.name, k.jit) for k in kernels] == [("softmax", "softmax_kernel", True)]
     code = downloads.live_code(kernels, set(), SOURCES, {"softmax_kernel"})
@@ -129,11 +138,11 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
     # A launcher, a class, a cached helper shown whole are live too, but not a Gluon
     # kernel (Triton's interpreter cannot run one) nor code shown by its lines.
     shown = downloads.live_objects(
-        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax\n\n"
-        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: SoftmaxFunction\n\n"
-        ".. literalinclude:: /kernels/rms_norm.py\n   :pyobject: forward_launch\n\n"
-        ".. literalinclude:: /kernels/attention_gluon.py\n   :pyobject: _unit\n\n"
-        ".. literalinclude:: /kernels/matmul.py\n   :start-at: # Outputs of at least\n"
+        ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: softmax\n\n"
+        ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: SoftmaxFunction\n\n"
+        ".. literalinclude:: /kernels/operations/rms_norm.py\n   :pyobject: forward_launch\n\n"
+        ".. literalinclude:: /kernels/operations/attention_gluon.py\n   :pyobject: _unit\n\n"
+        ".. literalinclude:: /kernels/operations/matmul.py\n   :start-at: # Outputs of at least\n"
         "   :end-at: MAX_SPLIT =\n",
         SOURCES,
     )
@@ -157,7 +166,8 @@ def test_the_first_kernels_of_a_download_come_after_the_course_s_import() -> Non
     # Importing the course selects Triton's interpreter where there is no GPU; a
     # @triton.jit that runs before it makes a GPU kernel, which then cannot run there.
     kernels = downloads.live_objects(
-        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_kernel\n", SOURCES
+        ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: softmax_kernel\n",
+        SOURCES,
     )
     defined: set[str] = set()
     first = downloads.live_code(kernels, defined, SOURCES, {"softmax_kernel"})
@@ -171,11 +181,11 @@ def test_the_first_kernels_of_a_download_come_after_the_course_s_import() -> Non
 def test_an_edited_launcher_runs_where_the_page_checks_it() -> None:
     # The vector addition's launcher, edited in the download to add x to itself, is what
     # the page's check then runs: through the spec that the module made on import.
-    from kernels import vector_add
-    from kernels.bench import check
+    from kernels.harness.bench import check
+    from kernels.operations import vector_add
 
     shown = downloads.live_objects(
-        ".. literalinclude:: /kernels/vector_add.py\n   :pyobject: add\n", SOURCES
+        ".. literalinclude:: /kernels/operations/vector_add.py\n   :pyobject: add\n", SOURCES
     )
     run = downloads.objects_run(shown, (), SOURCES)
     code = downloads.live_code(shown, set(), SOURCES, run, downloads.module_names(shown))
@@ -215,8 +225,9 @@ def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
     # A helper from another module runs where a kernel the download defines and runs
     # calls it (the download's kernel looks it up among the download's own names).
     shown = downloads.live_objects(
-        ".. literalinclude:: /kernels/online_softmax.py\n   :pyobject: online_max_and_sum\n\n"
-        ".. literalinclude:: /kernels/softmax.py\n   :pyobject: softmax_looped_kernel\n",
+        ".. literalinclude:: /kernels/triton_helpers/online_softmax.py\n"
+        "   :pyobject: online_max_and_sum\n\n"
+        ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: softmax_looped_kernel\n",
         SOURCES,
     )
     assert [kernel.name for kernel in shown] == ["online_max_and_sum", "softmax_looped_kernel"]
@@ -248,7 +259,10 @@ def test_a_download_reads_the_build_s_own_sources(tmp_path: Path) -> None:
     assert copied != bank
     (tmp_path / "banks" / "vector_add.yaml").write_text(copied, encoding="utf-8")
     sources = downloads.Sources(tmp_path, "banks", Config({}, {}))
-    script = '"""\n.. literalinclude:: /kernels/vector_add.py\n   :pyobject: bytes_moved\n"""\n'
+    script = (
+        '"""\n.. literalinclude:: /kernels/operations/vector_add.py\n'
+        '   :pyobject: bytes_moved\n"""\n'
+    )
     assert "from the copy" in downloads.whole_script(script, sources)
     assert "only the copy asks" in downloads.whole_script("# .. quiz:: vector_add\n", sources)
     assert "only the copy asks" not in downloads.whole_script("# .. quiz:: vector_add\n", SOURCES)
@@ -327,10 +341,10 @@ def test_an_edited_autotuned_kernel_runs_through_its_wrapper() -> None:
     # code, made to double its product, runs in this process through the launcher.
     import torch
 
-    from kernels import matmul
+    from kernels.operations import matmul
 
     shown = downloads.live_objects(
-        ".. literalinclude:: /kernels/matmul.py\n   :pyobject: matmul_kernel\n", SOURCES
+        ".. literalinclude:: /kernels/operations/matmul.py\n   :pyobject: matmul_kernel\n", SOURCES
     )
     code = downloads.live_code(shown, set(), SOURCES, downloads.objects_run(shown, (), SOURCES))
     assert "matmul_kernel = swap_in(matmul, matmul_kernel)" in code

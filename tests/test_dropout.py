@@ -6,7 +6,7 @@ import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, randn
 
-from kernels import dropout
+from kernels.operations import dropout
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)

@@ -117,7 +117,7 @@ def test_russian_lesson_1_is_in_russian_with_its_quiz(russian_build: DocsBuild) 
     assert "Вопрос 1" in text and "Question 1" not in text
     assert "Чем модель программирования Triton отличается от модели CUDA?" in text
     # The kernel ran for this edition too, and its cell printed in Russian
-    # (kernels/locales/ru.po).
+    # (kernels/text/locales/ru.po).
     assert "3 программы по 4 элемента:" in text
     assert "3 programs of 4 elements" not in text
 
@@ -299,7 +299,7 @@ def test_running_time_line_says_where_it_ran_in_the_edition_language(
     import editions
     from docutils import nodes
 
-    from kernels import messages
+    from kernels.text import messages
 
     def line() -> nodes.document:
         document = nodes.document(None, None)

@@ -51,7 +51,7 @@ def test_the_course_s_kernels_an_exercise_uses_are_imported_in_its_own_cell() ->
     # the learner's own add_kernel, which must not stand in for it.
     cells = code_cells(exercise_notebooks.notebook("intro", "The page"))
     launcher = next(cell for cell in cells if "def add(x, y)" in cell)
-    assert launcher.startswith("from ninja_gap.kernels.vector_add import add_kernel\n")
+    assert launcher.startswith("from ninja_gap.kernels.operations.vector_add import add_kernel\n")
     assert "import add_kernel" not in cells[0]
 
 

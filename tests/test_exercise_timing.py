@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import torch
 
-from kernels import messages
 from kernels.exercises import check, exercise, lesson_exercises, speed
 from kernels.exercises.intro import ADD_MASK, ADD_SPEED
 from kernels.exercises.model import ExerciseDefinitionError
-from kernels.runtime import kernel_device
+from kernels.text import messages
+from kernels.triton_helpers.runtime import kernel_device
 
 TIMED = [item for name in ("intro", "softmax", "rms_norm", "layer_norm")
          for item in lesson_exercises(name) if item.speed is not None]  # fmt: skip

@@ -18,7 +18,6 @@ import triton
 import triton.language as tl
 from conftest import ROOT
 
-from kernels import messages
 from kernels.exercises import (
     GALLERY,
     LESSONS,
@@ -33,7 +32,8 @@ from kernels.exercises import (
 from kernels.exercises.constexpr import scale_rows_kernel
 from kernels.exercises.intro import ADD_MASK
 from kernels.exercises.model import KINDS, PRELUDE, _run_source
-from kernels.vector_add import add_kernel
+from kernels.operations.vector_add import add_kernel
+from kernels.text import messages
 
 ALL = [item for lesson in PAGES for item in lesson_exercises(lesson)]
 IDS = [item.id for item in ALL]

@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from kernels import fingerprint
-from kernels.provenance import caption
+from kernels.harness import fingerprint
+from kernels.harness.provenance import caption
 
 
 def test_a_relative_import_counts_as_the_absolute_one_it_means() -> None:
     relative = "from .spec import BenchmarkSpec\nfrom . import runtime\n"
-    absolute = "from kernels.spec import BenchmarkSpec\nfrom kernels import runtime\n"
+    absolute = "from kernels.declarations.spec import BenchmarkSpec\nfrom kernels import runtime\n"
     assert fingerprint.normalised_source(relative) == fingerprint.normalised_source(absolute)
-    assert fingerprint.imported_modules(relative) == {"kernels.spec", "kernels.runtime"}
+    assert fingerprint.imported_modules(relative) == {
+        "kernels.declarations.spec",
+        "kernels.triton_helpers.runtime",
+    }
 
 
 def test_a_subpackage_s_modules_and_relative_imports_are_followed() -> None:
@@ -35,11 +38,15 @@ def test_a_subpackage_s_modules_and_relative_imports_are_followed() -> None:
     assert fingerprint.imported_modules(source, "kernels.exercises") == {
         "kernels.exercises",  # "from . import" runs the package's __init__.py
         "kernels.exercises.checker",
-        "kernels.checks",
+        "kernels.triton_helpers.checks",
         "kernels.exercises.speed",
     }
     found = fingerprint.closure(fingerprint.imported_modules("from kernels.exercises import check"))
-    assert {"kernels.exercises", "kernels.exercises.checker", "kernels.checks"} <= set(found)
+    assert {
+        "kernels.exercises",
+        "kernels.exercises.checker",
+        "kernels.triton_helpers.checks",
+    } <= set(found)
 
 
 def test_another_import_still_changes_the_code() -> None:
@@ -49,10 +56,12 @@ def test_another_import_still_changes_the_code() -> None:
 
 
 def test_an_installed_module_name_has_the_same_digests() -> None:
-    assert fingerprint.code_digests("ninja_gap.kernels.vector_add") == (
-        fingerprint.code_digests("kernels.vector_add")
+    assert fingerprint.code_digests("ninja_gap.kernels.operations.vector_add") == (
+        fingerprint.code_digests("kernels.operations.vector_add")
     )
-    assert "kernels/vector_add.py" in fingerprint.code_digests("kernels.vector_add")
+    assert "kernels/operations/vector_add.py" in fingerprint.code_digests(
+        "kernels.operations.vector_add"
+    )
 
 
 def test_a_full_hash_given_for_the_commit_is_written_in_git_s_short_form(
@@ -121,8 +130,12 @@ def _split_moved_names(match: re.Match[str]) -> str:
 def test_moving_modules_into_rooms_stales_no_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = fingerprint.code_digests("kernels.rms_norm")
-    assert {"kernels/rms_norm.py", "kernels/row_tiles.py", "kernels/timing.py"} <= set(before)
+    before = fingerprint.code_digests("kernels.operations.rms_norm")
+    assert {
+        "kernels/operations/rms_norm.py",
+        "kernels/triton_helpers/row_tiles.py",
+        "kernels/harness/timing.py",
+    } <= set(before)
     package = _moved_copy(tmp_path)
     assert (package / "operations" / "rms_norm.py").is_file()
     assert "from ..triton_helpers.row_tiles import row_tile" in (
@@ -137,7 +150,7 @@ def test_moving_modules_into_rooms_stales_no_record(
     moved = package / "triton_helpers" / "row_tiles.py"
     moved.write_text(moved.read_text(encoding="utf-8") + "\nEXTRA = 1\n", encoding="utf-8")
     changed = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.harness.timing")
-    assert fingerprint.changed_files(before, changed) == ["kernels/row_tiles.py"]
+    assert fingerprint.changed_files(before, changed) == ["kernels/triton_helpers/row_tiles.py"]
 
 
 def test_two_modules_named_alike_once_the_rooms_are_out_are_refused(
@@ -150,4 +163,4 @@ def test_two_modules_named_alike_once_the_rooms_are_out_are_refused(
     monkeypatch.setattr(fingerprint, "PACKAGE_DIR", package)
     monkeypatch.setattr(fingerprint, "REPOSITORY", tmp_path)
     with pytest.raises(ValueError, match=r"kernels/timing\.py once the rooms"):
-        fingerprint.file_digests(["kernels.timing", "kernels.harness.timing"])
+        fingerprint.file_digests(["kernels.harness.timing", "kernels.harness.timing"])

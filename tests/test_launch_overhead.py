@@ -16,29 +16,30 @@ import torch
 from records import COMMIT, LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels import (
-    attention,
+from kernels.figures.plotting import TEXT_PT, caption_of, plot_launch_overhead
+from kernels.figures.report import launch_costs, launch_table, longest_final_wait
+from kernels.harness import (
     bench,
-    cross_entropy,
-    direct_launch,
-    dropout,
     fingerprint,
-    launch,
     launch_cost,
     launch_record,
-    layer_norm,
-    matmul,
     measurements,
     provenance,
     recording,
+)
+from kernels.operations import (
+    attention,
+    cross_entropy,
+    dropout,
+    layer_norm,
+    matmul,
     rms_norm,
     softmax,
     swiglu,
     vector_add,
 )
-from kernels.plotting import TEXT_PT, caption_of, plot_launch_overhead
-from kernels.report import launch_costs, launch_table, longest_final_wait
-from kernels.runtime import interpreted, kernel_device
+from kernels.triton_helpers import direct_launch, launch
+from kernels.triton_helpers.runtime import interpreted, kernel_device
 
 matplotlib.use("Agg")
 
@@ -224,7 +225,7 @@ def test_a_stale_record_fails_naming_what_changed(
     no_records: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = dict(launch_record.launch_overhead_code().files)
-    files["kernels/softmax.py"] = "0000000000000000"
+    files["kernels/operations/softmax.py"] = "0000000000000000"
     doc = launch_doc(code={"fingerprint": "0", "commit": COMMIT, "files": files})
     (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(
@@ -264,25 +265,32 @@ def test_the_fingerprint_covers_the_launchers_and_their_timing_not_the_rate_harn
     files = launch_record.launch_overhead_code().files
     for module in ("launch_cost", "vector_add", "attention", "matmul", "swiglu", "launch"):
         assert f"kernels/{module}.py" in files, module
-    assert "kernels/timing.py" not in files and "kernels/measurements.py" not in files
+    assert (
+        "kernels/harness/timing.py" not in files and "kernels/harness/measurements.py" not in files
+    )
 
 
 def test_pages_that_import_the_timing_module_depend_on_the_record() -> None:
-    assert bench.LAUNCH_OVERHEAD in bench.records_of({launch_cost.__name__, "kernels.launch"})
-    assert bench.records_of({"kernels.vector_add"}) == {"vector_add", "vector_add_fp16"}
+    assert bench.LAUNCH_OVERHEAD in bench.records_of(
+        {launch_cost.__name__, "kernels.triton_helpers.launch"}
+    )
+    assert bench.records_of({"kernels.operations.vector_add"}) == {"vector_add", "vector_add_fp16"}
 
 
 def test_the_harness_imports_no_launcher_and_nothing_that_imports_it_back() -> None:
-    # A page that imports kernels.bench reruns when a module it imports changes: were the
+    # A page that imports kernels.harness.bench reruns when a module it imports changes: were the
     # launch record's timing code among them, a comment in vector_add.py would rerun every
     # page. The launch record is imported by those that draw it, and by the command line.
     # bench once reached launch_record through importlib, out of the import graph, while
     # launch_record imported bench: a cycle that the graph did not show.
-    harness = set(fingerprint.closure(["kernels.bench"]))
-    assert "kernels.launch_cost" not in harness and "kernels.vector_add" not in harness
-    assert not harness & {"kernels.launch_record", "kernels.recording"}
-    assert "kernels.launch_cost" in fingerprint.closure(["kernels.launch_record"])
-    assert "kernels.launch_record" in fingerprint.closure(["kernels.recording"])
+    harness = set(fingerprint.closure(["kernels.harness.bench"]))
+    assert (
+        "kernels.harness.launch_cost" not in harness
+        and "kernels.operations.vector_add" not in harness
+    )
+    assert not harness & {"kernels.harness.launch_record", "kernels.harness.recording"}
+    assert "kernels.harness.launch_cost" in fingerprint.closure(["kernels.harness.launch_record"])
+    assert "kernels.harness.launch_record" in fingerprint.closure(["kernels.harness.recording"])
 
 
 # The timing logic, with a stand-in clock and GPU.
@@ -510,8 +518,8 @@ KERNELS = {
 
 class Recorder:
     """Stands in for a kernel: records each ``kernel[grid](*args, **kwargs)``, and each
-    ``kernel.run(*args, grid=grid, ...)`` (how :mod:`kernels.direct_launch` launches a
-    specialisation the first time), and runs it."""
+    ``kernel.run(*args, grid=grid, ...)`` (how :mod:`kernels.triton_helpers.direct_launch`
+    launches a specialisation the first time), and runs it."""
 
     def __init__(self, name: str, kernel: object, launches: list) -> None:
         self.name, self.kernel, self.launches = name, kernel, launches
@@ -529,7 +537,8 @@ class Recorder:
 
     def __getattr__(self, attribute: str) -> object:
         # An autotuner's own attributes (its key, its argument names), which
-        # kernels.launch.launch_tuned reads before its first launch goes through here.
+        # kernels.triton_helpers.launch.launch_tuned reads before its first launch goes through
+        # here.
         if attribute == "params" and not hasattr(self.kernel, "params"):
             # The interpreter's kernels have no params, whose defaults direct_launch reads.
             signature = inspect.signature(self.kernel.fn).parameters.values()
@@ -565,7 +574,7 @@ def test_the_bare_launch_is_the_launchers_own_launch(
     # recorder's launch.
     monkeypatch.setattr(launch, "_chosen", {})
     monkeypatch.setattr(matmul, "_tma_plans", {})
-    # The two ways kernels.direct_launch launches a kernel the first time: through
+    # The two ways kernels.triton_helpers.direct_launch launches a kernel the first time: through
     # kernel[grid] (the interpreter, or DIRECT off) and through kernel.run (on a GPU).
     # Without a GPU, the direct way runs the interpreter's kernel.run, with a stand-in
     # for the driver (only its current device is asked for, to key the cache).

@@ -12,17 +12,17 @@ import triton
 import triton.language as tl
 from kernel_inputs import DEVICE, assert_close_to_float64, randn
 
-from kernels import (
+from kernels.operations import (
     attention,
     cross_entropy,
     dropout,
-    launch,
     layer_norm,
     rms_norm,
     softmax,
     swiglu,
     vector_add,
 )
+from kernels.triton_helpers import launch
 
 
 def test_cdiv_and_row_block_agree_with_triton() -> None:

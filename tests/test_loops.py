@@ -4,8 +4,8 @@ float64; their errors; and what each loop compiles to for sm_90."""
 import pytest
 import torch
 
-from kernels import loops
-from kernels.runtime import kernel_device
+from kernels.operations import loops
+from kernels.triton_helpers.runtime import kernel_device
 
 DEVICE = kernel_device()
 
@@ -100,7 +100,8 @@ def test_no_long_row_loop_of_the_course_asks_for_pipelining() -> None:
     import ast
     import inspect
 
-    from kernels import cross_entropy, layer_norm, online_softmax, rms_norm, row_scale, softmax
+    from kernels.operations import cross_entropy, layer_norm, rms_norm, softmax
+    from kernels.triton_helpers import online_softmax, row_scale
 
     for module in (softmax, online_softmax, cross_entropy, layer_norm, rms_norm, row_scale):
         for node in ast.walk(ast.parse(inspect.getsource(module))):

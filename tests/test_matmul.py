@@ -15,8 +15,9 @@ import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, assert_close_to_float64, randn
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels import launch, matmul
-from kernels.bench import check
+from kernels.harness.bench import check
+from kernels.operations import matmul
+from kernels.triton_helpers import launch
 
 HALF = (torch.float16, torch.bfloat16)
 TUNED_KERNELS = (matmul.tuned_matmul_kernel, matmul.tuned_matmul_tma_kernel,
@@ -494,7 +495,7 @@ def test_with_max_split_one_no_tile_is_split(
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_a_thread_whose_first_cuda_work_is_a_product_gets_it_right(dtype: torch.dtype) -> None:
     # Autograd's backward thread was such a thread: on the H200 its first TMA launch
-    # failed with "invalid device context" (kernels.runtime.bind_cuda_context).
+    # failed with "invalid device context" (kernels.triton_helpers.runtime.bind_cuda_context).
     a, b = half(40, 64, dtype=dtype), half(64, 48, dtype=dtype)
     with ThreadPoolExecutor(max_workers=1) as fresh_thread:
         product = fresh_thread.submit(matmul.matmul, a, b).result()  # raises what it raised

@@ -19,11 +19,11 @@ from records import (
     within,
 )
 
-from kernels import ceilings, fingerprint, launch_cost, measurements, shards
-from kernels.bench import discover, load_current
-from kernels.launch_record import load_current_launch_overhead
-from kernels.measurements import MeasurementError
-from kernels.recording import stale_report
+from kernels.harness import ceilings, fingerprint, launch_cost, measurements, shards
+from kernels.harness.bench import discover, load_current
+from kernels.harness.launch_record import load_current_launch_overhead
+from kernels.harness.measurements import MeasurementError
+from kernels.harness.recording import stale_report
 
 # Every GPU's records.
 FILES = sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))

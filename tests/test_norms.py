@@ -7,8 +7,8 @@ import torch
 import triton
 from kernel_inputs import HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import layer_norm, rms_norm
-from kernels.bench import check
+from kernels.harness.bench import check
+from kernels.operations import layer_norm, rms_norm
 
 SHAPES = [(1, 1000), (7, 781), (3, 2, 2048), (5, 3)]
 IDS = ["one-row", "odd-row", "3d", "tiny-row"]

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from records import committed_doc, records_folder
 
-from kernels import bench, measurements, vector_add
-from kernels.report import gpu_comparison, results_table
+from kernels.figures.report import gpu_comparison, results_table
+from kernels.harness import bench, measurements
+from kernels.operations import vector_add
 
 COMMITTED = measurements.MEASUREMENTS_ROOT
 

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kernels import messages, profiling
-from kernels.profiling import Allocation, occupancy
+from kernels.harness import profiling
+from kernels.harness.profiling import Allocation, occupancy
+from kernels.text import messages
+
+SOFTMAX_KERNEL = "kernels.operations.softmax:softmax_kernel"
 
 # ptxas's report, as CUDA 12's ptxas (Triton 3.6) and CUDA 13's (Triton 3.9) print it.
 CUDA_12_REPORT = """ptxas info    : 0 bytes gmem
@@ -34,7 +37,7 @@ def softmax(block_size: int, num_warps: int) -> Allocation:
 @pytest.mark.compiles
 def test_a_small_tile_takes_few_registers_and_spills_nothing() -> None:
     small = softmax(1024, 4)
-    assert small.kernel == "kernels.softmax:softmax_kernel" and small.num_warps == 4
+    assert small.kernel == "kernels.operations.softmax:softmax_kernel" and small.num_warps == 4
     assert 0 < small.registers < profiling.MAX_REGISTERS_PER_THREAD
     assert not small.spills and small.spill_stores == small.spill_loads == 0
     # The row's maximum and sum are exchanged between warps through shared memory.
@@ -153,7 +156,7 @@ def test_an_allocation_gives_its_own_occupancy() -> None:
         (lambda: profiling.softmax_allocation(1000, 4), ValueError,
          "block_size is 1000; a tile's length must be a power of two"),
         (lambda: profiling.softmax_allocation(1024, 6), ValueError, "num_warps is 6"),
-        (lambda: profiling.allocation("kernels.softmax:softmax_kernel", {}, {}, num_warps=0),
+        (lambda: profiling.allocation(SOFTMAX_KERNEL, {}, {}, num_warps=0),
          ValueError, "num_warps is 0"),
     ],
 )  # fmt: skip

@@ -4,9 +4,12 @@ import pytest
 import torch
 from records import X, sample
 
-from kernels import measurements, messages, report, vector_add
-from kernels.bench import CheckResult, placeholder
-from kernels.report import results_table
+from kernels.figures import report
+from kernels.figures.report import results_table
+from kernels.harness import measurements
+from kernels.harness.bench import CheckResult, placeholder
+from kernels.operations import vector_add
+from kernels.text import messages
 
 
 def test_rows_are_the_large_sizes_with_their_share_and_ratio() -> None:
@@ -84,7 +87,7 @@ def test_a_goal_shown_as_reached_is_reached() -> None:
 
 
 def test_a_neighbour_table_sets_each_size_beside_the_aligned_size_one_away() -> None:
-    from kernels.report import neighbour_table
+    from kernels.figures.report import neighbour_table
 
     aligned = sample(x=[1024, 2048, 4096], work=[1.0] * 3,
                      series={"Triton": [100.0, 200.0, 300.0], "PyTorch": [100.0, 400.0, None],
@@ -151,7 +154,7 @@ def test_every_recorded_reason_has_a_russian_translation() -> None:
     for name, part in reasons:
         match = report._REASON_PART.fullmatch(part)
         why = match["why"] if match else part
-        assert why in russian, f"{name}: no Russian for {why!r} (kernels/locales/ru.po)"
+        assert why in russian, f"{name}: no Russian for {why!r} (kernels/text/locales/ru.po)"
 
 
 def test_a_rival_table_judges_one_series_against_the_fastest_other_triton_included() -> None:

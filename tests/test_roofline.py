@@ -7,9 +7,11 @@ import pytest
 from conftest import ROOT
 from records import CEILING, X, sample, sample_doc
 
-from kernels import bench, measurements, messages, roofline
-from kernels.plotting import TEXT_PT
-from kernels.vector_add import BENCHMARK as VECTOR_ADD
+from kernels.figures import roofline
+from kernels.figures.plotting import TEXT_PT
+from kernels.harness import bench, measurements
+from kernels.operations.vector_add import BENCHMARK as VECTOR_ADD
+from kernels.text import messages
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from course_build import smallest_text_pt

@@ -1,4 +1,5 @@
-"""kernels.runtime.bind_cuda_context: each thread binds each CUDA device's context once,
+"""kernels.triton_helpers.runtime.bind_cuda_context: each thread binds each CUDA device's context
+once,
 by a runtime call that needs it, before Triton builds a TMA descriptor there."""
 
 import threading
@@ -6,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from kernels import runtime
+from kernels.triton_helpers import runtime
 
 
 @pytest.fixture

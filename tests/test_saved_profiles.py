@@ -1,4 +1,4 @@
-"""kernels.saved_profiles: the profiles lesson 8 reads, what the page says of them, and
+"""kernels.harness.saved_profiles: the profiles lesson 8 reads, what the page says of them, and
 errors that name the file and what is wrong."""
 
 import copy
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import profiling, saved_profiles
-from kernels.saved_profiles import ProfileError
+from kernels.harness import profiling, saved_profiles
+from kernels.harness.saved_profiles import ProfileError
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ has a benchmark of its own; Liger-Kernel is a series wherever it has the operati
 import pytest
 import torch
 
-from kernels import cross_entropy, layer_norm, liger, rms_norm, softmax
-from kernels.bench import discover
+from kernels.harness import liger
+from kernels.harness.bench import discover
+from kernels.operations import cross_entropy, layer_norm, rms_norm, softmax
 
 BENCHMARKS = discover()
 GBPS = {name: spec for name, spec in BENCHMARKS.items() if spec.metric == "GB/s"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels import bench, recording, shards
-from kernels.measurements import LAUNCH_OVERHEAD
+from kernels.harness import bench, recording, shards
+from kernels.harness.measurements import LAUNCH_OVERHEAD
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = bench.discover()
@@ -52,7 +52,7 @@ def test_a_malformed_shard_is_refused(text: str) -> None:
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.recording", *args],
+        [sys.executable, "-m", "kernels.harness.recording", *args],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
 
@@ -92,4 +92,4 @@ def test_the_visible_gpus_come_from_cuda_visible_devices() -> None:
 
 def test_a_shard_command_measures_its_shard() -> None:
     command = shards.shard_command(2, 6, ["--budget", "300"])
-    assert command[1:] == ["-m", "kernels.recording", "--shard", "2/6", "--budget", "300"]
+    assert command[1:] == ["-m", "kernels.harness.recording", "--shard", "2/6", "--budget", "300"]

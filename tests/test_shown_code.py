@@ -91,14 +91,14 @@ def test_included_kernel_code_fits_the_column(page: Path) -> None:
 
 def test_an_include_is_found_in_both_kinds_of_page() -> None:
     page = (
-        "# .. literalinclude:: /kernels/tile_dot.py\n#    :pyobject: tile_dot\n#\n"
-        "```{literalinclude} /kernels/matmul.py\n:start-at: PERSISTENT_MIN_OUTPUT =\n"
+        "# .. literalinclude:: /kernels/triton_helpers/tile_dot.py\n#    :pyobject: tile_dot\n#\n"
+        "```{literalinclude} /kernels/operations/matmul.py\n:start-at: PERSISTENT_MIN_OUTPUT =\n"
         ":end-at: PROGRAMS_PER_SM =\n```\n"
     )
     (fn, fn_options), (block, block_options) = includes(page)
-    assert (fn, fn_options) == ("kernels/tile_dot.py", {"pyobject": "tile_dot"})
+    assert (fn, fn_options) == ("kernels/triton_helpers/tile_dot.py", {"pyobject": "tile_dot"})
     assert included_lines(fn, fn_options)[:2] == ["@triton.jit", "def tile_dot(a, b, acc):"]
-    assert block == "kernels/matmul.py"
+    assert block == "kernels/operations/matmul.py"
     assert included_lines(block, block_options) == [
         "PERSISTENT_MIN_OUTPUT = 2048 * 2048",
         "PROGRAMS_PER_SM = 2",

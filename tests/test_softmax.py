@@ -5,9 +5,9 @@ import torch
 import triton
 from kernel_inputs import DEVICE, HALF_AND_SINGLE, OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import softmax
-from kernels.bench import check
-from kernels.launch import resident_programs
+from kernels.harness.bench import check
+from kernels.operations import softmax
+from kernels.triton_helpers.launch import resident_programs
 
 
 @pytest.mark.parametrize("dtype", HALF_AND_SINGLE, ids=str)

@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import BenchmarkSpec
-from kernels.swap import swap_in
+from kernels.declarations.spec import BenchmarkSpec
+from kernels.harness.swap import swap_in
 
 
 def _module() -> types.ModuleType:
@@ -22,7 +22,7 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from kernels.spec import BenchmarkSpec
+from kernels.declarations.spec import BenchmarkSpec
 
 @triton.jit
 def scale_kernel(x_ptr, out_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):

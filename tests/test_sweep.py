@@ -25,15 +25,13 @@ from conftest import ROOT
 from kernel_inputs import DEVICE
 from records import committed_doc, sample_doc
 
-from kernels import (
+from kernels.harness import bench, fingerprint, measurements
+from kernels.operations import (
     attention,
-    bench,
     cross_entropy,
     dropout,
-    fingerprint,
     layer_norm,
     matmul,
-    measurements,
     rms_norm,
     softmax,
     swiglu,

@@ -5,8 +5,8 @@ import pytest
 import torch
 from kernel_inputs import DEVICE, OTHER_DEVICE, assert_close_to_float64, randn
 
-from kernels import swiglu
-from kernels.runtime import interpreted
+from kernels.operations import swiglu
+from kernels.triton_helpers.runtime import interpreted
 
 # Both ways into PyTorch compute the same thing with the same kernels.
 WIRINGS = {"function": swiglu.swiglu, "op": swiglu.swiglu_op}

@@ -9,9 +9,10 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from kernels import messages, tile_map
-from kernels.plotting import TEXT_PT
-from kernels.tile_map import UNTOUCHED, TileMap
+from kernels.figures import tile_map
+from kernels.figures.plotting import TEXT_PT
+from kernels.figures.tile_map import UNTOUCHED, TileMap
+from kernels.text import messages
 
 
 def owner_2d(n_rows: int, n_cols: int, block_rows: int, block_cols: int) -> list[list[int]]:

@@ -12,7 +12,7 @@ import pytest
 from babel.messages.pofile import read_po
 from conftest import ROOT, markdown_pages
 
-from kernels import messages
+from kernels.text import messages
 from quiz.bank import QuizBankError, load_bank, load_translation
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -51,7 +51,7 @@ def test_every_page_has_a_catalog() -> None:
 
 
 # Paragraphs with measured values are glued whole, in the build's language, from
-# kernels/locales/ (in a translated paragraph myst-nb would find no glue data): the
+# kernels/text/locales/ (in a translated paragraph myst-nb would find no glue data): the
 # page catalogs hold only text that stays the same from build to build.
 @pytest.mark.parametrize("page", pages())
 def test_every_message_of_every_page_is_translated(page: str) -> None:
@@ -63,7 +63,7 @@ def test_every_message_of_every_page_is_translated(page: str) -> None:
 
 
 # A number whose digits are grouped by plain spaces ("50 257"): the Russian edition
-# groups them with no-break spaces, as kernels.messages.number writes them, so that a
+# groups them with no-break spaces, as kernels.text.messages.number writes them, so that a
 # number never breaks across lines on a phone.
 SPACED_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?: \d{3})+(?!\d)")
 
@@ -178,12 +178,12 @@ def test_every_printed_phrase_has_a_russian_translation_with_its_fields() -> Non
     russian = messages.read_po(messages.LOCALES / "ru.po")
     assert phrases
     for phrase in sorted(phrases):
-        assert phrase in russian, f"kernels/locales/ru.po: no translation of {phrase!r}"
+        assert phrase in russian, f"kernels/text/locales/ru.po: no translation of {phrase!r}"
         assert fields(russian[phrase]) == fields(phrase), phrase
 
 
 def test_printed_phrases_follow_the_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernels.provenance import placeholder_caption
+    from kernels.harness.provenance import placeholder_caption
 
     monkeypatch.setenv(messages.LANGUAGE_VARIABLE, "ru")
     assert placeholder_caption("softmax").startswith("Ещё не измерено: для `softmax`")

@@ -6,10 +6,10 @@ import re
 import pytest
 import torch
 
-from kernels import vector_add
-from kernels.bench import RELATIVE_TOLERANCE, relative_error
-from kernels.compiler_output import compile_for_gpu
-from kernels.runtime import interpreted, kernel_device
+from kernels.harness.bench import RELATIVE_TOLERANCE, relative_error
+from kernels.operations import vector_add
+from kernels.triton_helpers.compiler_output import compile_for_gpu
+from kernels.triton_helpers.runtime import interpreted, kernel_device
 
 SIZES = [1, 127, 1024, 1025, 98432]
 DEVICE = kernel_device()
@@ -168,8 +168,8 @@ def test_full_tiles_load_vectors_whatever_the_length(dtype: str) -> None:
     aligned = ("x_ptr", "y_ptr", "out_ptr")
 
     def loads(kernel: str) -> set[str]:
-        ptx = compile_for_gpu(f"kernels.vector_add:{kernel}", signature, {"BLOCK_SIZE": 1024},
-                              divisible_by_16=aligned)["ptx"]  # fmt: skip
+        ptx = compile_for_gpu(f"kernels.operations.vector_add:{kernel}", signature,
+                              {"BLOCK_SIZE": 1024}, divisible_by_16=aligned)["ptx"]  # fmt: skip
         return set(re.findall(r"ld\.global[.\w]*", ptx))
 
     assert "ld.global.v4.b32" not in loads("add_kernel")

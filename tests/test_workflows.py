@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import noxfile
-from kernels import recording
+from kernels.harness import recording
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -36,7 +36,7 @@ def _runs(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _bench_options() -> set[str]:
-    # The options `python -m kernels.recording --help` lists.
+    # The options `python -m kernels.harness.recording --help` lists.
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         recording.main(["--help"])

@@ -16,8 +16,8 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from kernels import fingerprint
-from kernels.messages import _
+from kernels.harness import fingerprint
+from kernels.text.messages import _
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,7 +27,8 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from kernels import bench, fingerprint, measurements, messages, recording
+from kernels.harness import bench, fingerprint, measurements, recording
+from kernels.text import messages
 
 logger = logging.getLogger(__name__)
 
@@ -103,9 +104,9 @@ def _records_read(code: str, modules: set[str]) -> set[str]:
 def dependencies(code: str) -> list[Path]:
     """The files whose change must re-run ``code``: every :mod:`kernels` module it
     imports (directly or not), every GPU's records those modules can draw (see
-    :func:`kernels.bench.records_of`) or that the code names as a string, and the
+    :func:`kernels.harness.bench.records_of`) or that the code names as a string, and the
     catalog of the phrases it prints in the build's language
-    (kernels/locales/<language>.po), if it has one."""
+    (kernels/text/locales/<language>.po), if it has one."""
     modules = fingerprint.closure(fingerprint.imported_modules(code))
     paths = [fingerprint.module_path(module) for module in modules]
     # Every GPU's record: a page shows the other GPUs' beside the primary's.
@@ -115,7 +116,7 @@ def dependencies(code: str) -> list[Path]:
         for name in sorted(_records_read(code, modules))
         for gpu in gpus
     ]
-    if "kernels.messages" in modules:
+    if "kernels.text.messages" in modules:
         # What the code prints comes from the catalog of the build's language.
         paths.append(messages.LOCALES / f"{messages.language()}.po")
     return [path for path in paths if path.exists()]
@@ -166,7 +167,7 @@ def _gallery_dir(app: Sphinx) -> Path:
 
 def _example_stamp(script: Path) -> str:
     # What the example draws depends on the kind of build (see build_kind), and its
-    # printed phrases on the language of the build (kernels.messages): an example that
+    # printed phrases on the language of the build (kernels.text.messages): an example that
     # ran for one edition runs again for another.
     code = script.read_text(encoding="utf-8")
     return f"{build_kind(code)} {messages.language()} {stamp(script, dependencies(code))}"
@@ -319,7 +320,7 @@ def captioned_matplotlib_scraper(
     import matplotlib.pyplot as plt
     from sphinx_gallery.scrapers import matplotlib_scraper
 
-    from kernels.plotting import TEXT_PT, caption_of
+    from kernels.figures.plotting import TEXT_PT, caption_of
     from quiz.rst import to_rst_inline
 
     figures = [plt.figure(number) for number in plt.get_fignums()]
@@ -329,7 +330,7 @@ def captioned_matplotlib_scraper(
             # Smaller text is unreadable once a phone shrinks the figure to its width.
             raise ValueError(
                 f"a figure has text of {smallest:g} pt; the site's figures use "
-                f"{TEXT_PT} pt or more (kernels.plotting.style sets every text so)"
+                f"{TEXT_PT} pt or more (kernels.figures.plotting.style sets every text so)"
             )
     captions = [caption_of(fig) for fig in figures]
     alts = iter([describe_figure(fig) for fig in figures])

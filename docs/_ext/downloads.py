@@ -11,7 +11,7 @@ rewrites the copies under ``_downloads/``: the sources and the pages stay as the
 A kernel that a page shows (a ``@triton.jit`` function), and a launcher or another
 function or class it shows whole, becomes live code in the download: defined there, from
 its module's source at build time, with what it needs imported from the installed course,
-and then handed to its module (:func:`kernels.swap.swap_in`), so that the course's
+and then handed to its module (:func:`kernels.harness.swap.swap_in`), so that the course's
 launchers, benchmark specs and harness, imported from the package, call it. Editing it in
 the download changes what runs, and the download says so only where that is true: for an
 object that the module's own code reaches by name when it runs (or the script does),
@@ -169,7 +169,7 @@ class LiveObject:
     of ``:pyobject:``) from ``kernels/<module>.py``: a download defines it as code, not as
     text. ``jit`` says whether it is a kernel: a kernel reads its global names from the
     download (Triton looks them up when it compiles), anything else from its module once
-    handed over (:func:`kernels.swap.swap_in`)."""
+    handed over (:func:`kernels.harness.swap.swap_in`)."""
 
     module: str
     name: str
@@ -240,7 +240,7 @@ def _handed_over(node: ast.stmt) -> bool:
 def called_objects(module: str, sources: Sources) -> set[str]:
     """The functions, classes and ``@triton.jit`` kernels of ``kernels/<module>.py`` that
     the module's own code reaches by name when it runs, so that a version handed to the
-    module (:func:`kernels.swap.swap_in`) runs in its place: named in the body of a
+    module (:func:`kernels.harness.swap.swap_in`) runs in its place: named in the body of a
     function or class that Triton does not compile (such code looks its names up in the
     module at each call), in a benchmark spec or a ``triton.autotune`` wrapper made at
     import (``swap_in`` hands them the new version), or in the body of a kernel so
@@ -424,7 +424,7 @@ def live_code(
     called = [item for item in objects if item.name in run]
     explained = "swap_in" in defined  # an earlier block imported it and said what it does
     if called and not explained:
-        imports.append("from ninja_gap.kernels.swap import swap_in")
+        imports.append("from ninja_gap.kernels.harness.swap import swap_in")
         defined.add("swap_in")
     lines = _grouped(imports)
     for item in objects:

@@ -5,7 +5,7 @@ catalogs under ``docs/locales/<language>/LC_MESSAGES/`` (English is the source),
 this extension
 
 - sets ``$NINJA_GAP_LANGUAGE`` from the build's ``language``, so that what the gallery
-  scripts and the lessons print comes out in that language (:mod:`kernels.messages`);
+  scripts and the lessons print comes out in that language (:mod:`kernels.text.messages`);
 - gives every page a link to the same page in each other edition (the template
   ``language-switcher.html`` in the top bar);
 - keeps each edition's gallery output apart. sphinx-gallery writes the pages it
@@ -30,8 +30,8 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
 
-from kernels.messages import LANGUAGE_VARIABLE, _, number, translated
-from kernels.runtime import describe_device
+from kernels.text.messages import LANGUAGE_VARIABLE, _, number, translated
+from kernels.triton_helpers.runtime import describe_device
 
 # Each edition's language code (its folder under _build/html/) and its name in itself,
 # as pyproject.toml lists them (the noxfile builds them from the same list).

@@ -26,7 +26,7 @@ from exercise_pages import (
 from sphinx.application import Sphinx
 
 from kernels.exercises import Exercise, lesson_exercises
-from kernels.messages import _, translated
+from kernels.text.messages import _, translated
 
 # Characters that Markdown or the HTML inside it would read as markup.
 _ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -10,7 +10,7 @@ statement, the starter code, then each hint and the solution in collapsed sphinx
 dropdowns (native ``<details>`` elements: they open without JavaScript).
 
 The texts live once, in the package, and are translated through
-``kernels/locales/<language>.po`` like everything the course's code prints. They never go
+``kernels/text/locales/<language>.po`` like everything the course's code prints. They never go
 through a markup parser: as the quiz directive does, a skeleton whose places for text
 hold tokens is parsed, then the texts go in as text, inline code and code blocks.
 """
@@ -27,9 +27,9 @@ from sphinx.config import Config
 from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
-from kernels import messages
 from kernels.exercises import PAGES, Exercise, ExerciseDefinitionError, lesson_exercises
-from kernels.messages import _, number, translated
+from kernels.text import messages
+from kernels.text.messages import _, number, translated
 from quiz.directive import indent, inline_nodes, parse_skeleton, warn_of_shared_anchors
 
 # The folder of the built site that holds each page's exercises as a notebook
@@ -207,7 +207,7 @@ class ExercisesDirective(SphinxDirective):
         where = f"{self.env.docname}: exercises {lesson!r}"
         if lesson not in PAGES:
             raise self.error(f"{where}: no such lesson; lessons with exercises: {', '.join(PAGES)}")
-        package = Path(messages.__file__).parent
+        package = Path(messages.__file__).parents[1]
         self.env.note_dependency(str(package / "exercises" / f"{lesson}.py"))
         catalog = messages.LOCALES / f"{self.config.language}.po"
         if catalog.exists():  # a missing file would make the page outdated forever
@@ -219,7 +219,7 @@ class ExercisesDirective(SphinxDirective):
         pages_with_exercises(self.env)[lesson] = self.env.docname
         uri = posixpath.relpath(notebook_path(lesson), posixpath.dirname(self.env.docname) or ".")
         rst, pieces = lesson_rst(exercises, uri)
-        # Translated from kernels/locales/, not from the page's catalog.
+        # Translated from kernels/text/locales/, not from the page's catalog.
         return parse_skeleton(self, rst, lambda tree: fill_in(tree, pieces))
 
 
@@ -245,7 +245,7 @@ def _check_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 def set_language(app: Sphinx, config: Config) -> None:
-    """Let :func:`kernels.messages._` translate into the build's language, also in a
+    """Let :func:`kernels.text.messages._` translate into the build's language, also in a
     project without the ``editions`` extension (which does the same)."""
     os.environ[messages.LANGUAGE_VARIABLE] = config.language or messages.ENGLISH
 

@@ -17,8 +17,8 @@ fingerprint.
 import dataclasses
 import importlib
 
-from ..checks import check_bool
-from ..messages import _, number
+from ..text.messages import _, number
+from ..triton_helpers.checks import check_bool
 from . import speed
 from .checker import CheckResult, run_check
 from .model import Exercise, ExerciseDefinitionError

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import torch
 from triton.runtime.jit import KernelInterface
 
-from ..bench import RELATIVE_TOLERANCE
-from ..messages import _, number, translated
-from ..runtime import kernel_device
+from ..harness.bench import RELATIVE_TOLERANCE
+from ..text.messages import _, number, translated
+from ..triton_helpers.runtime import kernel_device
 from .model import (
     CONTIGUOUS,
     AnswerTask,

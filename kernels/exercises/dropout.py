@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..runtime import kernel_device
+from ..triton_helpers.runtime import kernel_device
 from .model import N_, Case, Exercise, KernelTask, Launch
 
 

@@ -3,8 +3,8 @@
 import torch
 import triton
 
-from ..tile_map import UNTOUCHED, map_blocks
-from ..vector_add import add, add_kernel
+from ..figures.tile_map import UNTOUCHED, map_blocks
+from ..operations.vector_add import add, add_kernel
 from .model import (
     N_,
     AnswerTask,
@@ -265,8 +265,9 @@ ADD_LAUNCHER = Exercise(
     statement=N_(
         "A kernel needs a launcher: a Python function that allocates the output, chooses "
         "the grid and launches. Complete `add(x, y)` for the course's `add_kernel` (in a "
-        "clone of the course: `from kernels.vector_add import add_kernel`), with tiles of "
-        "256 elements. It must work for any number of elements and any shape, and return "
+        "clone of the course: "
+        "`from kernels.operations.vector_add import add_kernel`), with tiles of 256 elements. "
+        "It must work for any number of elements and any shape, and return "
         "a result of the inputs' dtype and shape.\n\n"
         'Check it with `check("intro-add-launcher", add)`.'
     ),

@@ -3,8 +3,8 @@ prediction of what a constant row becomes."""
 
 import torch
 
-from ..layer_norm import layer_norm
-from ..runtime import kernel_device
+from ..operations.layer_norm import layer_norm
+from ..triton_helpers.runtime import kernel_device
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
 from .speed import rows_speed
 

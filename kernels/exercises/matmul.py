@@ -4,7 +4,7 @@ of the tiles."""
 import torch
 import triton
 
-from ..matmul import tile_order
+from ..operations.matmul import tile_order
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch, Layout
 
 BLOCK = 16

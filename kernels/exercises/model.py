@@ -3,7 +3,7 @@
 An exercise holds its statement, starter code, hints and reference solution once; the
 pages render them (``docs/_ext/exercise_pages.py``) and :func:`kernels.exercises.check`
 checks a learner's answer against the same definition. Texts are English, marked with
-:func:`N_` and translated where they are shown (``kernels/locales/<language>.po``).
+:func:`N_` and translated where they are shown (``kernels/text/locales/<language>.po``).
 
 The code of a starter and of a solution is Python source text, run once here into a
 namespace of its own, so that what the page shows is exactly what the checker runs. The

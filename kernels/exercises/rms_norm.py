@@ -3,8 +3,8 @@ prediction of one row's output."""
 
 import torch
 
-from ..rms_norm import rms_norm
-from ..runtime import kernel_device
+from ..operations.rms_norm import rms_norm
+from ..triton_helpers.runtime import kernel_device
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
 from .speed import rows_speed
 

@@ -3,7 +3,7 @@ kernel made faster by working on a tile instead of one value at a time."""
 
 import torch
 
-from ..softmax import softmax
+from ..operations.softmax import softmax
 from .model import N_, Case, Exercise, KernelTask, Launch
 from .speed import rows_speed
 

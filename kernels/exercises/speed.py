@@ -1,7 +1,7 @@
 """``check(..., measure=True)``: a right answer timed on the GPU against the course's own
 kernel and PyTorch, on one large case that the exercise defines (its :class:`Speed`).
 
-Each is timed as the course's benchmarks time kernels (:func:`kernels.timing.
+Each is timed as the course's benchmarks time kernels (:func:`kernels.harness.timing.
 kernel_time_ms`: kernel time, L2 flushed before each call), and its rate is the bytes of
 the case's inputs and output over that time: the least the work must move. The ceiling
 is a device-to-device copy of as many bytes, timed in the same run.
@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from ..messages import _, number, translated
-from ..runtime import describe_device, interpreted
-from ..timing import best_of, copy_rate, kernel_time_ms
+from ..harness.timing import best_of, copy_rate, kernel_time_ms
+from ..text.messages import _, number, translated
+from ..triton_helpers.runtime import describe_device, interpreted
 from .model import N_, Exercise, KernelTask, Launch, Speed
 
 # The timed case of the row-wise exercises: rows of float32 values, 32 MiB in all, far

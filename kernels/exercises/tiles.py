@@ -3,7 +3,7 @@
 import torch
 import triton
 
-from ..tile_map import map_tiles
+from ..figures.tile_map import map_tiles
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch, Layout
 
 

@@ -4,7 +4,7 @@ and a launcher made faster."""
 import torch
 import triton
 
-from ..vector_add import add_kernel, bytes_moved
+from ..operations.vector_add import add_kernel, bytes_moved
 from .intro import ADD_LAUNCHER, ADD_SPEED
 from .model import N_, AnswerTask, Case, Exercise, KernelTask, Launch
 

@@ -1,0 +1,1 @@
+"""triton_helpers"""
