@@ -13,13 +13,35 @@ from kernels.harness.provenance import caption
 
 
 def test_a_relative_import_counts_as_the_absolute_one_it_means() -> None:
-    relative = "from .spec import BenchmarkSpec\nfrom . import runtime\n"
-    absolute = "from kernels.declarations.spec import BenchmarkSpec\nfrom kernels import runtime\n"
-    assert fingerprint.normalised_source(relative) == fingerprint.normalised_source(absolute)
-    assert fingerprint.imported_modules(relative) == {
+    relative = "from ..declarations.spec import BenchmarkSpec\nfrom ..triton_helpers import runtime\n"
+    absolute = "from kernels.declarations.spec import BenchmarkSpec\nfrom kernels.triton_helpers import runtime\n"
+    package = "kernels.operations"
+    assert fingerprint.normalised_source(relative, package) == fingerprint.normalised_source(
+        absolute, package
+    )
+    assert fingerprint.imported_modules(relative, package) == {
         "kernels.declarations.spec",
         "kernels.triton_helpers.runtime",
     }
+
+
+def test_how_imports_are_grouped_and_ordered_does_not_change_the_code() -> None:
+    # ruff sorts a moved module's imports again, and splits "from . import a, b" when a
+    # and b end up in two rooms: what runs is the same.
+    one = "import torch\nfrom ..triton_helpers import launch, runtime\nfrom .spec import X\nY = 1\n"
+    other = (
+        "from ..declarations.spec import X  # the declaration\n"
+        "import torch\n"
+        "from ..triton_helpers import (\n    runtime,\n    launch,\n)\nY = 1\n"
+    )
+    assert fingerprint.normalised_source(one, "kernels.operations") == (
+        fingerprint.normalised_source(other, "kernels.declarations")
+    )
+    # An import inside a function is code where it stands.
+    inside = "def f():\n    from ..harness import timing\n    return timing\n"
+    assert "from kernels import timing" in fingerprint.normalised_source(
+        inside, "kernels.operations"
+    )
 
 
 def test_a_subpackage_s_modules_and_relative_imports_are_followed() -> None:
@@ -33,7 +55,8 @@ def test_a_subpackage_s_modules_and_relative_imports_are_followed() -> None:
     )
     assert fingerprint.module_path("kernels.exercises").name == "__init__.py"
     source = (
-        "from .checker import run_check\nfrom ..checks import check_bool\nfrom . import speed\n"
+        "from .checker import run_check\nfrom ..triton_helpers.checks import check_bool\n"
+        "from . import speed\n"
     )
     assert fingerprint.imported_modules(source, "kernels.exercises") == {
         "kernels.exercises",  # "from . import" runs the package's __init__.py
@@ -59,7 +82,9 @@ def test_an_installed_module_name_has_the_same_digests() -> None:
     assert fingerprint.code_digests("ninja_gap.kernels.operations.vector_add") == (
         fingerprint.code_digests("kernels.operations.vector_add")
     )
-    assert "kernels/operations/vector_add.py" in fingerprint.code_digests(
+    # A record names a file without its room (kernels/vector_add.py): a move to
+    # another room stales nothing.
+    assert "kernels/vector_add.py" in fingerprint.code_digests(
         "kernels.operations.vector_add"
     )
 
@@ -87,70 +112,78 @@ def test_a_caption_quotes_a_record_s_full_hash_in_its_short_form() -> None:
         assert f"commit {full[:12]}" in text and full not in text
 
 
-# Modules moved into rooms, as issue 34's layers would put them: the harness's timing,
-# a Triton helper and an operation that imports both kinds (relatively, and the package
-# itself with "from . import").
-MOVES = {"timing": "harness", "row_tiles": "triton_helpers", "rms_norm": "operations"}
+# Modules moved from one room to another: the harness's timing into the Triton helpers,
+# a Triton helper into the operations (rms_norm imports it, and the timing closure
+# holds both).
+MOVES = {"timing": ("harness", "triton_helpers"), "row_tiles": ("triton_helpers", "operations")}
 
 
 def _moved_copy(root: Path) -> Path:
-    """A copy of kernels/ under ``root`` with the MOVES made and every import of a moved
-    module rewritten, as a contributor moving them would; returns its kernels/."""
+    """A copy of kernels/ under ``root`` with the MOVES made and every import rewritten
+    as a contributor might after a move: absolute, one name per statement, in another
+    order; returns its kernels/."""
     package = root / "kernels"
     shutil.copytree(fingerprint.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
-    for name, room in MOVES.items():
-        (package / room).mkdir(exist_ok=True)
-        (package / room / "__init__.py").write_text('"""A room."""\n')
-        (package / f"{name}.py").rename(package / room / f"{name}.py")
+    for name, (old, new) in MOVES.items():
+        (package / old / f"{name}.py").rename(package / new / f"{name}.py")
+    moved = {f"kernels.{old}.{name}": f"kernels.{new}.{name}" for name, (old, new) in MOVES.items()}
     for path in package.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        here = ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+        # Where the module stood before the move: its relative imports start there.
+        for name, (old, new) in MOVES.items():
+            if parts == ("kernels", new, name):
+                here = f"kernels.{old}"
         source = path.read_text(encoding="utf-8")
-        moved = path.parent.name in MOVES.values()
-        if moved:  # its relative imports now start one package higher
-            source = re.sub(r"^(\s*)from \.", r"\1from ..", source, flags=re.M)
-        dots = ".." if moved else "."
-        for name, room in MOVES.items():
-            source = source.replace(f"kernels.{name}", f"kernels.{room}.{name}")
-            source = source.replace(f"from {dots}{name} import", f"from {dots}{room}.{name} import")
-        source = re.sub(r"^from (\.+) import (.+)$", _split_moved_names, source, flags=re.M)
+        lines = source.splitlines()
+        edits = []
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = here.split(".")
+            module = ".".join(
+                [*base[: len(base) - node.level + 1], *filter(None, [node.module])]
+                if node.level
+                else [node.module or ""]
+            )
+            if not module.startswith("kernels"):
+                continue  # a move changes no import of another library
+            statements = []
+            for alias in reversed(node.names):
+                full = moved.get(f"{module}.{alias.name}")
+                target = full.rpartition(".")[0] if full else moved.get(module, module)
+                statements.append(f"from {target} import {alias.name}"
+                                  + (f" as {alias.asname}" if alias.asname else ""))  # fmt: skip
+            indent = " " * node.col_offset
+            edits.append((node.lineno, node.end_lineno, indent + f"\n{indent}".join(statements)))
+        for first, last, text in sorted(edits, reverse=True):
+            lines[first - 1 : last] = [text]
+        source = "\n".join(lines) + "\n"
         path.write_text(source, encoding="utf-8")
         ast.parse(source)  # still Python
     return package
 
 
-def _split_moved_names(match: re.Match[str]) -> str:
-    """``from . import a, timing`` with timing moved: ``from . import a`` and
-    ``from .harness import timing``."""
-    dots, names = match.group(1), [n.strip() for n in match.group(2).split(",")]
-    kept = [n for n in names if n not in MOVES]
-    lines = [f"from {dots} import {', '.join(kept)}"] if kept else []
-    lines += [f"from {dots}{MOVES[n]} import {n}" for n in names if n in MOVES]
-    return "\n".join(lines)
-
-
-def test_moving_modules_into_rooms_stales_no_record(
+def test_moving_modules_between_rooms_stales_no_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = fingerprint.code_digests("kernels.operations.rms_norm")
-    assert {
-        "kernels/operations/rms_norm.py",
-        "kernels/triton_helpers/row_tiles.py",
-        "kernels/harness/timing.py",
-    } <= set(before)
+    assert {"kernels/rms_norm.py", "kernels/row_tiles.py", "kernels/timing.py"} <= set(before)
     package = _moved_copy(tmp_path)
-    assert (package / "operations" / "rms_norm.py").is_file()
-    assert "from ..triton_helpers.row_tiles import row_tile" in (
+    assert (package / "operations" / "row_tiles.py").is_file()
+    assert "from kernels.operations.row_tiles import row_tile" in (
         package / "operations" / "rms_norm.py"
     ).read_text(encoding="utf-8")
     monkeypatch.setattr(fingerprint, "PACKAGE_DIR", package)
     monkeypatch.setattr(fingerprint, "REPOSITORY", tmp_path)
-    after = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.harness.timing")
+    after = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.triton_helpers.timing")
     assert after == before
     assert fingerprint.combine(after) == fingerprint.combine(before)
     # A change of code that runs, in a moved module, still shows.
-    moved = package / "triton_helpers" / "row_tiles.py"
+    moved = package / "operations" / "row_tiles.py"
     moved.write_text(moved.read_text(encoding="utf-8") + "\nEXTRA = 1\n", encoding="utf-8")
-    changed = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.harness.timing")
-    assert fingerprint.changed_files(before, changed) == ["kernels/triton_helpers/row_tiles.py"]
+    changed = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.triton_helpers.timing")
+    assert fingerprint.changed_files(before, changed) == ["kernels/row_tiles.py"]
 
 
 def test_two_modules_named_alike_once_the_rooms_are_out_are_refused(
@@ -163,4 +196,4 @@ def test_two_modules_named_alike_once_the_rooms_are_out_are_refused(
     monkeypatch.setattr(fingerprint, "PACKAGE_DIR", package)
     monkeypatch.setattr(fingerprint, "REPOSITORY", tmp_path)
     with pytest.raises(ValueError, match=r"kernels/timing\.py once the rooms"):
-        fingerprint.file_digests(["kernels.harness.timing", "kernels.harness.timing"])
+        fingerprint.file_digests(["kernels.timing", "kernels.harness.timing"])

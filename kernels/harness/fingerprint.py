@@ -34,6 +34,7 @@ COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
 # code spells, so that moving a module into a room, or from one room to another, stales
 # no record. The module names left once the rooms are taken out must stay unique.
 ROOMS = ("operations", "triton_helpers", "declarations", "harness", "figures", "text")
+_ROOM_PACKAGES = frozenset(f"{PACKAGE}.{room}" for room in ROOMS)
 _ROOM = re.compile(rf"\b{PACKAGE}([./])(?:(?:{'|'.join(ROOMS)})[./])+")
 
 
@@ -53,7 +54,13 @@ def module_path(module: str) -> Path:
 
 
 def _is_package_module(name: str) -> bool:
-    return name.startswith(PACKAGE + ".") and module_path(name).is_file()
+    # A room's own __init__.py holds a docstring and nothing else (a test holds it so):
+    # importing a module through its room runs no code of the room's.
+    return (
+        name.startswith(PACKAGE + ".")
+        and name not in _ROOM_PACKAGES
+        and module_path(name).is_file()
+    )
 
 
 def _package_of(module: str) -> str:
@@ -136,33 +143,81 @@ def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
 
 def normalised_source(source: str, package: str = PACKAGE) -> str:
     """``source`` as the code that runs: comments, docstrings, trailing spaces and blank
-    lines taken out, relative imports (read from ``package``, the package of the module
-    ``source`` is) written as absolute, the rooms taken out of the package's names, the
-    rest as written.
+    lines taken out, the module's top-level imports written one name per line, absolute
+    (relative ones read from ``package``, the package of the module ``source`` is) and
+    sorted, at the top; the rooms taken out of the package's names; the rest as written.
 
+    How an import is spelled, grouped or ordered does not change what runs, so a module
+    moved to another room, with its imports rewritten and sorted again, keeps its hash.
     The text is cut where the tokenizer finds comments and the syntax tree finds
-    docstrings, so the result is the same under every Python version (printing the
-    syntax tree back would not be: ``ast.unparse`` writes f-strings differently in
-    Python 3.11 and 3.12).
+    docstrings and imports, so the result is the same under every Python version
+    (printing the syntax tree back would not be: ``ast.unparse`` writes f-strings
+    differently in Python 3.11 and 3.12).
     """
     lines = source.splitlines()
-    cuts = list(_docstring_spans(ast.parse(source)))
+    tree = ast.parse(source)
+    imports = sorted(_roomless(line) for line in _top_level_imports(tree, package))
+    cuts = list(_docstring_spans(tree))
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            cuts.append(
+                (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+            )
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             cuts.append((*token.start, *token.end))
-    # Cut from the end, so that earlier positions stay valid.
-    for first_line, first_col, last_line, end_col in sorted(cuts, reverse=True):
+    # Cut from the end, so that earlier positions stay valid (a comment inside an import
+    # is cut with the import).
+    for first_line, first_col, last_line, end_col in _outermost(cuts):
         head = lines[first_line - 1][:first_col]
         tail = lines[last_line - 1][end_col:]
         lines[first_line - 1 : last_line] = [head + tail]
-    # How an import of the package is spelled does not change what runs: a relative
-    # import (``from .spec import``) counts as the absolute one it means.
+    # An import inside a function keeps its place: a relative one (``from .spec
+    # import``) counts as the absolute one it means.
     code = [
         _RELATIVE_IMPORT.sub(lambda match: _as_absolute(match, package), line.rstrip())
         for line in lines
-        if line.strip()
+        if line.strip() and line.strip() != ";"
     ]
-    return without_rooms("\n".join(code))
+    return without_rooms("\n".join([*imports, *(_roomless(line) for line in code)]))
+
+
+_FROM_ROOM = re.compile(rf"\bfrom ({PACKAGE}(?:\.\w+)*) import\b")
+
+
+def _roomless(line: str) -> str:
+    """``line`` with the rooms taken out of the module of its ``from ... import``
+    (``from kernels.harness import timing`` is ``from kernels import timing``)."""
+    return _FROM_ROOM.sub(
+        lambda match: f"from {without_rooms(match.group(1) + '.')[:-1]} import", line
+    )
+
+
+def _outermost(
+    spans: list[tuple[int, int, int, int]],
+) -> list[tuple[int, int, int, int]]:
+    """``spans`` without those inside another, last first."""
+    kept: list[tuple[int, int, int, int]] = []
+    for span in sorted(spans, key=lambda s: ((s[0], s[1]), (-s[2], -s[3]))):
+        if kept and (span[0], span[1]) < (kept[-1][2], kept[-1][3]):
+            continue  # starts before the last kept span ends: inside it
+        kept.append(span)
+    return kept[::-1]
+
+
+def _top_level_imports(tree: ast.Module, package: str) -> list[str]:
+    """Each name the module's top level imports, as one absolute import statement."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                      for a in node.names]  # fmt: skip
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node.level, node.module, package)
+            found += [f"from {module} import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                      for a in node.names]  # fmt: skip
+    return found
 
 
 _RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+(\.+)([\w.]*)\s+import\b")
