@@ -17,7 +17,7 @@ from records import X, sample
 from kernels.declarations.spec import ProviderUnavailable
 from kernels.figures.plotting import plot_measurement
 from kernels.figures.report import results_table
-from kernels.harness import bench, liger, measurements
+from kernels.harness import bench, liger, measurements, peers
 from kernels.operations import cross_entropy, layer_norm, rms_norm, softmax, vector_add
 
 matplotlib.use("Agg")
@@ -115,7 +115,7 @@ def test_rows_longer_than_liger_takes_are_unavailable_not_an_error() -> None:
 
 def test_liger_has_no_cross_entropy_backward_alone_to_time() -> None:
     spec = cross_entropy.BACKWARD_BENCHMARK
-    assert spec.extra_baselines[liger.SERIES] is liger.cross_entropy_backward_alone
+    assert peers.resolve(spec)[liger.SERIES] is liger.cross_entropy_backward_alone
     with pytest.raises(ProviderUnavailable, match="computes the gradient of the logits"):
         bench.check(spec, 100, liger.cross_entropy_backward_alone, provider_name=liger.SERIES)
 
@@ -240,3 +240,30 @@ def test_a_record_with_a_liger_series_names_the_release_it_ran(fake_liger: list)
     assert versions == {"liger_kernel": liger.installed_version()}
     assert versions["liger_kernel"] not in (None, "cannot be imported")
     assert bench._library_versions(("Triton", "PyTorch")) == {}
+
+
+def test_every_peer_series_a_benchmark_names_resolves_to_its_adapter() -> None:
+    named = {spec.name: spec for spec in bench.discover().values() if spec.peer_baselines}
+    assert {"softmax", "layer_norm", "rms_norm", "cross_entropy"} <= set(named)
+    for spec in named.values():
+        resolved = peers.resolve(spec)
+        assert set(resolved) == set(spec.peer_baselines)
+        assert all(fn.__module__ == liger.__name__ for fn in resolved.values())
+        # The record covers the adapter's code, though the kernel module never imports it.
+        assert "kernels/liger.py" in bench.code_of(spec).files
+
+
+@pytest.mark.parametrize(
+    ("peer_baselines", "message"),
+    [
+        ({"Flash": "softmax"}, r"softmax: no adapter times the peer series 'Flash'"),
+        ({"Liger": "softmin"}, r"softmax: the Liger adapter \(kernels\.harness\.liger\) has no "),
+        ({"Liger": "_check_row"}, r"has no operation '_check_row'"),
+    ],
+)
+def test_a_peer_series_without_an_adapter_or_operation_is_named(
+    peer_baselines: dict, message: str
+) -> None:
+    spec = dataclasses.replace(softmax.BENCHMARK, peer_baselines=peer_baselines)
+    with pytest.raises(ValueError, match=message):
+        peers.resolve(spec)

@@ -2,7 +2,6 @@
 import of the package is spelled."""
 
 import ast
-import re
 import shutil
 from pathlib import Path
 
@@ -13,8 +12,13 @@ from kernels.harness.provenance import caption
 
 
 def test_a_relative_import_counts_as_the_absolute_one_it_means() -> None:
-    relative = "from ..declarations.spec import BenchmarkSpec\nfrom ..triton_helpers import runtime\n"
-    absolute = "from kernels.declarations.spec import BenchmarkSpec\nfrom kernels.triton_helpers import runtime\n"
+    relative = (
+        "from ..declarations.spec import BenchmarkSpec\nfrom ..triton_helpers import runtime\n"
+    )
+    absolute = (
+        "from kernels.declarations.spec import BenchmarkSpec\n"
+        "from kernels.triton_helpers import runtime\n"
+    )
     package = "kernels.operations"
     assert fingerprint.normalised_source(relative, package) == fingerprint.normalised_source(
         absolute, package
@@ -84,9 +88,7 @@ def test_an_installed_module_name_has_the_same_digests() -> None:
     )
     # A record names a file without its room (kernels/vector_add.py): a move to
     # another room stales nothing.
-    assert "kernels/vector_add.py" in fingerprint.code_digests(
-        "kernels.operations.vector_add"
-    )
+    assert "kernels/vector_add.py" in fingerprint.code_digests("kernels.operations.vector_add")
 
 
 def test_a_full_hash_given_for_the_commit_is_written_in_git_s_short_form(
@@ -129,7 +131,7 @@ def _moved_copy(root: Path) -> Path:
     moved = {f"kernels.{old}.{name}": f"kernels.{new}.{name}" for name, (old, new) in MOVES.items()}
     for path in package.rglob("*.py"):
         parts = path.relative_to(root).with_suffix("").parts
-        here = ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+        here = ".".join(parts[:-1])
         # Where the module stood before the move: its relative imports start there.
         for name, (old, new) in MOVES.items():
             if parts == ("kernels", new, name):
@@ -182,7 +184,9 @@ def test_moving_modules_between_rooms_stales_no_record(
     # A change of code that runs, in a moved module, still shows.
     moved = package / "operations" / "row_tiles.py"
     moved.write_text(moved.read_text(encoding="utf-8") + "\nEXTRA = 1\n", encoding="utf-8")
-    changed = fingerprint.code_digests("kernels.operations.rms_norm", "kernels.triton_helpers.timing")
+    changed = fingerprint.code_digests(
+        "kernels.operations.rms_norm", "kernels.triton_helpers.timing"
+    )
     assert fingerprint.changed_files(before, changed) == ["kernels/row_tiles.py"]
 
 

@@ -66,6 +66,11 @@ class BenchmarkSpec:
     # Series timed after those, such as another library's kernel for the same operation
     # (``Liger``, :mod:`kernels.harness.liger`).
     extra_baselines: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
+    # Series timed from a peer library, by series name: the name of the operation in
+    # that library's adapter, such as ``{"Liger": "softmax"}``. A kernel module names
+    # them and imports no adapter: the harness resolves them
+    # (:mod:`kernels.harness.peers`), so a kernel module never runs another library.
+    peer_baselines: Mapping[str, str] = field(default_factory=dict)
     # Providers whose peak memory is recorded beside the others but that are not timed,
     # such as a naive version that runs out of memory at large sizes.
     memory_only: Mapping[str, Callable[..., Output]] = field(default_factory=dict)
@@ -81,7 +86,7 @@ class BenchmarkSpec:
         baselines = (
             DEFAULT_BASELINES if self.baselines is None else tuple(self.baselines)
         )
-        return ("Triton", *baselines, *self.extra_baselines)
+        return ("Triton", *baselines, *self.extra_baselines, *self.peer_baselines)
 
     @property
     def module(self) -> str:

@@ -29,7 +29,7 @@ import torch
 from ..declarations.spec import BenchmarkSpec, Output, ProviderUnavailable
 from ..text.messages import _, axis_name, number, translated
 from ..triton_helpers.runtime import describe_device, interpreted, kernel_device
-from . import ceilings, fingerprint, liger, measurements, provenance, timing
+from . import ceilings, fingerprint, measurements, peers, provenance, timing
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -264,8 +264,14 @@ def providers(spec: BenchmarkSpec) -> dict[str, Callable[..., Output]]:
             "PyTorch": spec.torch_eager,
             "torch.compile": _compiled_for_one_shape(spec.torch_eager),
             **spec.extra_baselines,
+            **peers.resolve(spec),
         }
-    return {"Triton": spec.triton, **spec.baselines, **spec.extra_baselines}
+    return {
+        "Triton": spec.triton,
+        **spec.baselines,
+        **spec.extra_baselines,
+        **peers.resolve(spec),
+    }
 
 
 def _timed_call(
@@ -300,7 +306,9 @@ def peak_memory_mb(step: Callable[[], None]) -> float | None:
 
 def code_of(spec: BenchmarkSpec) -> Code:
     """The fingerprint of the code that ``spec`` runs now, with its files and the commit."""
-    files = fingerprint.code_digests(spec.module)
+    files = fingerprint.code_digests(
+        spec.module, extra_modules=peers.adapter_modules(spec)
+    )
     return Code(
         fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files
     )
@@ -477,9 +485,7 @@ def measure(spec: BenchmarkSpec) -> Measurement:
 
 def _library_versions(names: Sequence[str]) -> dict[str, str]:
     # The release of each peer library that a series of the record times.
-    if liger.SERIES not in names:
-        return {}
-    return {"liger_kernel": liger.installed_version() or "cannot be imported"}
+    return peers.library_versions(names)
 
 
 def _shown(rate: float | None) -> str:

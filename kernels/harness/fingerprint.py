@@ -254,15 +254,21 @@ def combine(digests: Mapping[str, str]) -> str:
 
 
 def code_digests(
-    kernel_module: str, timing_module: str | None = TIMING_MODULE
+    kernel_module: str,
+    timing_module: str | None = TIMING_MODULE,
+    extra_modules: Iterable[str] = (),
 ) -> dict[str, str]:
     """The hashes of every file a benchmark of ``kernel_module`` runs: the module, what
-    it imports from :mod:`kernels`, and the code that times it (``timing_module`` and
-    its imports; None where ``kernel_module`` times itself, as :mod:`kernels.harness.launch_cost`
-    does). Installed, the package is ``ninja_gap.kernels``: its modules count as the
-    ``kernels`` ones."""
+    it imports from :mod:`kernels`, the code that times it (``timing_module`` and its
+    imports; None where ``kernel_module`` times itself, as
+    :mod:`kernels.harness.launch_cost` does) and ``extra_modules`` (a peer library's
+    adapter that a baseline runs) with theirs. Installed, the package is
+    ``ninja_gap.kernels``: its modules count as the ``kernels`` ones."""
     module = PACKAGE + "." + kernel_module.rpartition(f"{PACKAGE}.")[2]
-    return file_digests(closure([module, *filter(None, [timing_module])]))
+    extra = [
+        PACKAGE + "." + name.rpartition(f"{PACKAGE}.")[2] for name in extra_modules
+    ]
+    return file_digests(closure([module, *filter(None, [timing_module]), *extra]))
 
 
 def changed_files(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:

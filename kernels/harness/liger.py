@@ -23,6 +23,8 @@ from ..declarations.spec import ProviderUnavailable
 
 SERIES = "Liger"
 DISTRIBUTION = "liger-kernel"
+# The key a record keeps the installed release under.
+VERSION_KEY = "liger_kernel"
 # Liger-Kernel holds a row in one tile of a power-of-two size and refuses tiles of more
 # than this many values (``calculate_settings`` in ``liger_kernel/ops/utils.py``).
 MAX_ROW = 65536

@@ -18,7 +18,6 @@ import triton
 import triton.language as tl
 
 from ..declarations.spec import BenchmarkSpec
-from ..harness import liger
 from ..triton_helpers.aligned_rows import align_for, row_parts
 from ..triton_helpers.checks import (
     check_bool,
@@ -468,7 +467,7 @@ BENCHMARK = BenchmarkSpec(
     work=forward_bytes,
     peak_memory_step=training_step,
     details={"rows": ROWS},
-    extra_baselines={liger.SERIES: liger.cross_entropy},
+    peer_baselines={"Liger": "cross_entropy"},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
@@ -479,7 +478,7 @@ BACKWARD_BENCHMARK = dataclasses.replace(
     work=backward_bytes,
     grad_inputs=(0,),
     peak_memory_step=None,
-    extra_baselines={liger.SERIES: liger.cross_entropy_backward_alone},
+    peer_baselines={"Liger": "cross_entropy_backward_alone"},
 )
 
 FP16_BENCHMARK = dataclasses.replace(

@@ -20,7 +20,6 @@ import triton
 import triton.language as tl
 
 from ..declarations.spec import BenchmarkSpec
-from ..harness import liger
 from ..triton_helpers.checks import check_normalisation, needs_grad
 from ..triton_helpers.column_sums import column_sums
 from ..triton_helpers.direct_launch import launch
@@ -698,7 +697,7 @@ BENCHMARK = BenchmarkSpec(
     torch_eager=torch_layer_norm,
     work=forward_bytes,
     details={"rows": ROWS},
-    extra_baselines={liger.SERIES: liger.layer_norm},
+    peer_baselines={"Liger": "layer_norm"},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(

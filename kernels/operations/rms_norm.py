@@ -22,7 +22,6 @@ import triton
 import triton.language as tl
 
 from ..declarations.spec import BenchmarkSpec
-from ..harness import liger
 from ..triton_helpers.checks import check_normalisation, needs_grad
 from ..triton_helpers.column_sums import column_sums
 from ..triton_helpers.direct_launch import launch
@@ -729,7 +728,7 @@ BENCHMARK = BenchmarkSpec(
     torch_eager=torch_rms_norm,
     work=bytes_moved,
     details={"rows": ROWS},
-    extra_baselines={liger.SERIES: liger.rms_norm},
+    peer_baselines={"Liger": "rms_norm"},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(

@@ -18,7 +18,6 @@ import triton
 import triton.language as tl
 
 from ..declarations.spec import BenchmarkSpec
-from ..harness import liger
 from ..triton_helpers.aligned_rows import align_for, row_parts
 from ..triton_helpers.checks import check_rows, needs_grad
 from ..triton_helpers.direct_launch import launch
@@ -539,7 +538,7 @@ BENCHMARK = BenchmarkSpec(
     torch_eager=torch_softmax,
     work=bytes_moved,
     details={"rows": ROWS},
-    extra_baselines={liger.SERIES: liger.softmax},
+    peer_baselines={"Liger": "softmax"},
 )
 
 BACKWARD_BENCHMARK = dataclasses.replace(
