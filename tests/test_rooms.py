@@ -11,7 +11,9 @@ statement, wherever it stands in a module, relative ones resolved).
   finds the families in their room;
 - ``figures`` (plots, tables, the other GPUs' tabs) read records through the harness and
   never import an operation;
-- ``exercises`` (the learner's practice) sits on top and may use every room.
+- ``exercises`` (the learner's practice) and ``lessons`` (what a lesson runs on the
+  course's own operations, such as the profiles it saves) sit on top and may use every
+  room.
 """
 
 import ast
@@ -30,6 +32,7 @@ ALLOWED = {
     "harness": {"triton_helpers", "declarations", "text"},
     "figures": {"harness", "triton_helpers", "declarations", "text"},
     "exercises": {"operations", "harness", "figures", "triton_helpers", "declarations", "text"},
+    "lessons": {"operations", "harness", "figures", "triton_helpers", "declarations", "text"},
 }
 
 
@@ -80,3 +83,12 @@ def test_the_import_reader_resolves_relative_imports() -> None:
     helpers = {name for _, name in imported_modules(PACKAGE / "operations" / "softmax.py")}
     assert "kernels.triton_helpers.direct_launch" in helpers
     assert "kernels.declarations.spec" in helpers
+
+
+def test_a_room_s_init_holds_its_docstring_and_nothing_else() -> None:
+    # The fingerprint skips a room's __init__.py when a module is imported through it.
+    for init in PACKAGE.glob("*/__init__.py"):
+        if room_of(init) == "exercises":
+            continue  # a package of its own, with code: the fingerprint follows it
+        body = ast.parse(init.read_text(encoding="utf-8")).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), init

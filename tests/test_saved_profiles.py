@@ -1,4 +1,4 @@
-"""kernels.harness.saved_profiles: the profiles lesson 8 reads, what the page says of them, and
+"""kernels.lessons.saved_profiles: the profiles lesson 8 reads, what the page says of them, and
 errors that name the file and what is wrong."""
 
 import copy
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.harness import profiling, saved_profiles
-from kernels.harness.saved_profiles import ProfileError
+from kernels.harness import profiling
+from kernels.lessons import saved_profiles
+from kernels.lessons.saved_profiles import ProfileError
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ def test_taking_profiles_without_a_gpu_says_so() -> None:
 
 
 def test_the_command_takes_no_arguments() -> None:
-    with pytest.raises(SystemExit, match=r"usage: python -m kernels\.saved_profiles"):
+    with pytest.raises(SystemExit, match=r"usage: python -m kernels\.lessons\.saved_profiles"):
         saved_profiles.main(["--everything"])
 
 

@@ -33,7 +33,15 @@ COMMIT_VARIABLE = "NINJA_GAP_COMMIT"
 # kernels/harness/timing.py, in a record's file list and in every name of the package that the
 # code spells, so that moving a module into a room, or from one room to another, stales
 # no record. The module names left once the rooms are taken out must stay unique.
-ROOMS = ("operations", "triton_helpers", "declarations", "harness", "figures", "text")
+ROOMS = (
+    "operations",
+    "triton_helpers",
+    "declarations",
+    "harness",
+    "figures",
+    "text",
+    "lessons",
+)
 _ROOM_PACKAGES = frozenset(f"{PACKAGE}.{room}" for room in ROOMS)
 _ROOM = re.compile(rf"\b{PACKAGE}([./])(?:(?:{'|'.join(ROOMS)})[./])+")
 

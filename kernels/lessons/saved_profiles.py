@@ -7,7 +7,7 @@ runs without a GPU, so the page reads what they wrote on one, saved under
 ``docs/lessons/profiles/<gpu>/`` with where and when it was taken (the same ``<gpu>``
 folder names as the records). On a GPU with ``ncu`` on the path,
 
-    python -m kernels.harness.saved_profiles
+    python -m kernels.lessons.saved_profiles
 
 takes both again and writes that GPU's folder. The launches profiled are those of
 :func:`profiled_launches`: the softmax page's one-row kernel on 4,096 rows of bfloat16,
@@ -153,7 +153,7 @@ _UNITS = {
 def profiles_dir(gpu: str | None = None) -> Path:
     """The folder of ``gpu``'s saved profiles (a records folder's name, such as ``h100``;
     the primary GPU's by default)."""
-    from .measurements import PRIMARY_GPU
+    from ..harness.measurements import PRIMARY_GPU
 
     return PROFILES / (PRIMARY_GPU if gpu is None else gpu)
 
@@ -335,9 +335,9 @@ _TOOL_NOISE = r" \((?:build [^)]*|public-release)\)|, Triton [\w.+]+$"
 def caption(provenance: Mapping[str, str], width: int = 80) -> str:
     """Which tool took a saved profile, where, when and of which code, wrapped at
     ``width`` columns."""
+    from ..harness.fingerprint import short_commit
+    from ..harness.provenance import shown_date
     from ..text.messages import _
-    from .fingerprint import short_commit
-    from .provenance import shown_date
 
     # The tool named in short: no build number, no release channel, no second Triton.
     tool = re.sub(_TOOL_NOISE, "", provenance["tool"])
@@ -439,8 +439,8 @@ def profiled_launches() -> None:
 
 
 def _provenance_now(tool: str, command: str) -> dict[str, str]:
-    from .fingerprint import commit
-    from .provenance import capture
+    from ..harness.fingerprint import commit
+    from ..harness.provenance import capture
 
     environment = capture()
     return {
@@ -474,7 +474,7 @@ def take_proton_profile(folder: Path) -> Path:
         tree = json.loads(Path(scratch, "softmax.hatchet").read_text())
     doc = _provenance_now(
         "Proton (triton.profiler)",
-        "python -m kernels.harness.saved_profiles",
+        "python -m kernels.lessons.saved_profiles",
     )
     return _save(folder / PROTON_FILE, {**doc, "hatchet": tree})
 
@@ -506,7 +506,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
     ]  # fmt: skip
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch, "softmax.ncu-rep")
-        target = [sys.executable, "-m", "kernels.harness.saved_profiles", "--launches"]
+        target = [sys.executable, "-m", "kernels.lessons.saved_profiles", "--launches"]
         subprocess.run(
             [ncu, *options, "-f", "-o", str(report.with_suffix("")), *target],
             check=True,
@@ -520,7 +520,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
         "Nsight Compute "
         + version.stdout.strip().splitlines()[-1].removeprefix("Version ").split()[0],
         " ".join(
-            ["ncu", *options, "python -m kernels.harness.saved_profiles --launches"]
+            ["ncu", *options, "python -m kernels.lessons.saved_profiles --launches"]
         ),
     )
     return _save(
@@ -534,7 +534,7 @@ def take_ncu_report(folder: Path, ncu: str) -> Path:
 
 
 def _save(path: Path, doc: dict[str, Any]) -> Path:
-    from .measurements import write_atomically
+    from ..harness.measurements import write_atomically
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(doc, indent=1) + "\n")
@@ -542,18 +542,18 @@ def _save(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m kernels.harness.saved_profiles``: take both profiles on this GPU."""
+    """``python -m kernels.lessons.saved_profiles``: take both profiles on this GPU."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--launches"]:
         profiled_launches()
         return
     if args:
         raise SystemExit(
-            f"usage: python -m kernels.harness.saved_profiles (no arguments); got {args}"
+            f"usage: python -m kernels.lessons.saved_profiles (no arguments); got {args}"
         )
     import torch
 
-    from .measurements import gpu_slug
+    from ..harness.measurements import gpu_slug
 
     if not torch.cuda.is_available():
         raise SystemExit("taking profiles needs a CUDA GPU; this machine has none")
