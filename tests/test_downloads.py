@@ -128,7 +128,9 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
     assert [(k.module, k.name, k.jit) for k in kernels] == [("softmax", "softmax_kernel", True)]
     code = downloads.live_code(kernels, set(), SOURCES, {"softmax_kernel"})
     # softmax_kernel calls _row_softmax, a helper of its own module.
-    assert re.search(r"from ninja_gap\.kernels\.operations\.softmax import .*\b_row_softmax\b", code)
+    assert re.search(
+        r"from ninja_gap\.kernels\.operations\.softmax import .*\b_row_softmax\b", code
+    )
     assert code.rstrip().endswith("softmax_kernel = swap_in(softmax, softmax_kernel)")
     # A helper the download defined itself is not imported over it.
     assert (

@@ -16,6 +16,7 @@ import torch
 from records import COMMIT, LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from kernels.declarations.family import LaunchCase
 from kernels.figures.plotting import TEXT_PT, caption_of, plot_launch_overhead
 from kernels.figures.report import launch_costs, launch_table, longest_final_wait
 from kernels.harness import (
@@ -494,8 +495,8 @@ def test_each_case_makes_the_same_call_three_ways(name: str) -> None:
 
 
 def test_a_bare_launch_that_differs_from_its_launcher_is_caught() -> None:
-    case = launch_cost.add_case(kernel_device())
-    wrong = launch_cost.LaunchCase(case.inputs, case.triton, lambda: case.bare_out.zero_(),
+    case = launch_cost.LAUNCHERS["add"](kernel_device())
+    wrong = LaunchCase(case.inputs, case.triton, lambda: case.bare_out.zero_(),
                                    case.torch, case.bare_out)  # fmt: skip
     with pytest.raises(AssertionError, match="add: the bare launch does not write"):
         launch_cost.check_case("add", wrong)

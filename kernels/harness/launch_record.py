@@ -21,7 +21,11 @@ def launch_overhead_code() -> Code:
     """The fingerprint of the code the launch_overhead record runs now:
     :mod:`kernels.harness.launch_cost`
     (its own timing code) and every :mod:`kernels` module it imports, the launchers'."""
-    files = fingerprint.code_digests(launch_cost.__name__, timing_module=None)
+    files = fingerprint.code_digests(
+        launch_cost.__name__,
+        timing_module=None,
+        extra_modules=launch_cost.LAUNCHER_MODULES,
+    )
     return Code(
         fingerprint=fingerprint.combine(files), commit=fingerprint.commit(), files=files
     )

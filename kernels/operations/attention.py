@@ -23,6 +23,15 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    TINY_ATTENTION,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec, ProviderUnavailable
 from ..triton_helpers.checks import (
     check_bool,
@@ -1036,4 +1045,53 @@ D64_CAUSAL_BACKWARD_BENCHMARK = _spec(
     backward=True,
     head_dim=64,
     sizes=RAGGED_LENGTHS[:-1],
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.attention.attention` against PyTorch's
+    ``scaled_dot_product_attention`` (its own choice of backend); forward only."""
+    q, k, v = tiny_randn(*[TINY_ATTENTION] * 3, dtype=torch.float16, device=device)
+    batch, heads, seq_len, head_dim = TINY_ATTENTION
+    out = torch.empty_like(q)
+    # Without a gradient to compute, the launcher keeps no log-sum-exp: nor does this.
+    grid, options = forward_launch(batch, heads, seq_len, head_dim, False)
+    # The launcher's default scale, 1 / sqrt(head_dim), in base 2 as its kernel takes it.
+    scale = 1.0 / math.sqrt(head_dim) * LOG2_E
+    bare = bare_launch(
+        attention_forward_kernel,
+        grid,
+        q,
+        k,
+        v,
+        out,
+        None,
+        seq_len,
+        scale,
+        **options,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(q=q, k=k, v=v),
+        triton=lambda: attention(q, k, v),
+        bare=bare,
+        torch=lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            attention,
+            lambda device: tiny_randn(
+                (1, 1, 16, 16),
+                (1, 1, 16, 16),
+                (1, 1, 16, 16),
+                dtype=torch.float16,
+                device=device,
+            ),
+            (0, 1, 2),
+        ),
+    ),
+    launch_costs={"attention": launch_cost_case},
 )

@@ -19,6 +19,11 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    Family,
+    Launcher,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import check_no_grad
 from ..triton_helpers.direct_launch import launch
@@ -253,4 +258,23 @@ ABLATION_BENCHMARK = BenchmarkSpec(
         "SDPA cuDNN": sdpa_baselines(True)["SDPA cuDNN"],
     },
     details={"batch": BATCH, "heads": HEADS, "head_dim": HEAD_DIM, "causal": True},
+)
+
+
+# Forward only: the series refuse inputs that need a gradient.
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            ablated_attention,
+            lambda device: tiny_randn(
+                (1, 1, 16, 64),
+                (1, 1, 16, 64),
+                (1, 1, 16, 64),
+                dtype=torch.float16,
+                device=device,
+            ),
+            (0, 1, 2),
+            derivatives=0,
+        ),
+    ),
 )

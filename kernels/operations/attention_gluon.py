@@ -44,6 +44,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from ..declarations.family import (
+    Family,
+    Launcher,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec, ProviderUnavailable
 from ..triton_helpers.checks import check_bool, check_no_grad, check_real
 from ..triton_helpers.runtime import interpreted
@@ -725,4 +730,23 @@ GLUON_CAUSAL_BENCHMARK = _spec("flash_attention_gluon_causal", causal=True)
 GLUON_D64_BENCHMARK = _spec("flash_attention_gluon_d64", causal=False, head_dim=64)
 GLUON_D64_CAUSAL_BENCHMARK = _spec(
     "flash_attention_gluon_d64_causal", causal=True, head_dim=64
+)
+
+
+# Forward only: it refuses inputs that need a gradient.
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            gluon_attention,
+            lambda device: tiny_randn(
+                (1, 1, 16, 64),
+                (1, 1, 16, 64),
+                (1, 1, 16, 64),
+                dtype=torch.float16,
+                device=device,
+            ),
+            (0, 1, 2),
+            derivatives=0,
+        ),
+    ),
 )

@@ -17,6 +17,17 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    TINY_COLS,
+    TINY_ROWS,
+    VOCABULARIES,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.aligned_rows import align_for, row_parts
 from ..triton_helpers.checks import (
@@ -488,4 +499,72 @@ FP16_BENCHMARK = dataclasses.replace(
     gpu_sizes=(32000, 50257, 128256, 151936),
     interpreter_sizes=(1000,),
     peak_memory_step=None,
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.cross_entropy.cross_entropy` against its PyTorch namesake. The
+    launcher is called as the benchmarks call it, ``check_targets=False``: by default it
+    checks the targets, which waits for the GPU once per call. Two kernels: the rows'
+    losses, then their mean."""
+    (logits,) = tiny_randn((TINY_ROWS, TINY_COLS), dtype=torch.float32, device=device)
+    targets = torch.arange(TINY_ROWS, device=device) * (
+        TINY_COLS // TINY_ROWS
+    )  # one class per row, in range
+    acc_torch = _accumulator(logits.dtype)[0]
+    losses = torch.empty(TINY_ROWS, dtype=acc_torch, device=device)
+    loss = torch.empty((), dtype=acc_torch, device=device)
+    ignore = IGNORE_INDEX
+    # Without a gradient to compute, the launcher keeps no statistics: nor does this.
+    row_losses = bare_launch(
+        cross_entropy_forward_kernel,
+        (TINY_ROWS,),
+        logits,
+        targets,
+        losses,
+        losses,
+        losses,
+        TINY_COLS,
+        ignore,
+        **forward_options(logits.dtype, TINY_COLS, stats=False),
+    )
+    mean_loss = bare_launch(
+        mean_loss_kernel,
+        (1,),
+        losses,
+        targets,
+        loss,
+        None,
+        TINY_ROWS,
+        ignore,
+        BLOCK_SIZE=MEAN_BLOCK,
+        num_warps=MEAN_WARPS,
+    )
+
+    def bare() -> None:
+        row_losses()
+        mean_loss()
+
+    return LaunchCase(
+        inputs=describe_inputs(logits=logits, targets=targets),
+        triton=lambda: cross_entropy(logits, targets, check_targets=False),
+        bare=bare,
+        torch=lambda: torch.nn.functional.cross_entropy(logits, targets),
+        bare_out=loss,
+    )
+
+
+def _tiny_logits_and_targets(device: torch.device) -> tuple[torch.Tensor, ...]:
+    (logits,) = tiny_randn((3, 7), dtype=torch.float32, device=device)
+    return logits, torch.tensor([1, 0, 6], device=device)
+
+
+FAMILY = Family(
+    launchers=(Launcher(cross_entropy, _tiny_logits_and_targets, (0,)),),
+    launch_costs={"cross_entropy": launch_cost_case},
+    model_shapes={
+        "cross_entropy": VOCABULARIES,
+        "cross_entropy_backward": VOCABULARIES,
+        "cross_entropy_fp16": VOCABULARIES,
+    },
 )

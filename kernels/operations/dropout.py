@@ -12,6 +12,16 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    ODD_LENGTHS,
+    TINY_ELEMENTS,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import check_integer, check_real, check_tensor, needs_grad
 from ..triton_helpers.direct_launch import launch
@@ -262,4 +272,44 @@ BENCHMARK = BenchmarkSpec(
     # PyTorch draws other random numbers: only the Triton kernel is checked, exactly.
     check_baselines=False,
     details={"p": P},
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.dropout.dropout` against ``torch.nn.functional.dropout``."""
+    (x,) = tiny_randn((TINY_ELEMENTS,), dtype=torch.float32, device=device)
+    p, seed = P, SEED
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(TINY_ELEMENTS, BLOCK_SIZE),)
+    bare = bare_launch(
+        dropout_kernel,
+        grid,
+        x,
+        out,
+        TINY_ELEMENTS,
+        p,
+        1.0 / (1.0 - p),
+        seed,
+        BLOCK_SIZE=BLOCK_SIZE,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(x=x) + f", p={p}",
+        triton=lambda: dropout(x, p, seed),
+        bare=bare,
+        torch=lambda: torch.nn.functional.dropout(x, p, training=True),
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            dropout,
+            lambda device: tiny_randn((100,), dtype=torch.float32, device=device),
+            (0,),
+            {"p": 0.3, "seed": 2},
+        ),
+    ),
+    launch_costs={"dropout": launch_cost_case},
+    model_shapes={"dropout": ODD_LENGTHS},
 )

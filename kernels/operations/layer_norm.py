@@ -19,6 +19,17 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    HIDDEN_SIZES,
+    TINY_COLS,
+    TINY_ROWS,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import check_normalisation, needs_grad
 from ..triton_helpers.column_sums import column_sums
@@ -727,4 +738,69 @@ ROW_SWEEP_BENCHMARK = dataclasses.replace(
     make_inputs=make_row_sweep_inputs,
     work=row_sweep_bytes,
     details={"n_cols": ROW_SWEEP_COLS},
+)
+
+
+# The eps of the launch-cost row, torch.nn.functional.layer_norm's default.
+LAUNCH_COST_EPS = 1e-5
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.layer_norm.layer_norm` against ``torch.nn.functional.layer_norm``
+    (forward only: the inputs need no gradient)."""
+    x, weight, bias = tiny_randn(
+        (TINY_ROWS, TINY_COLS),
+        (TINY_COLS,),
+        (TINY_COLS,),
+        dtype=torch.float32,
+        device=device,
+    )
+    out = torch.empty_like(x)
+    # Without a gradient to compute, the launcher keeps no statistics: nor does this
+    # (STATS false, the statistics pointed at a one-value buffer, as the launcher does).
+    no_stats = torch.empty(1, dtype=torch.float32, device=device)
+    kind, grid, options = forward_launch(TINY_ROWS, TINY_COLS, x.dtype)
+    assert kind == "tile", kind
+    bare = bare_launch(
+        layer_norm_forward_kernel,
+        grid,
+        x,
+        weight,
+        bias,
+        out,
+        no_stats,
+        no_stats,
+        TINY_ROWS,
+        TINY_COLS,
+        LAUNCH_COST_EPS,
+        False,
+        **options,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(x=x, weight=weight, bias=bias),
+        triton=lambda: layer_norm(x, weight, bias, LAUNCH_COST_EPS),
+        bare=bare,
+        torch=lambda: torch.nn.functional.layer_norm(
+            x, (TINY_COLS,), weight, bias, LAUNCH_COST_EPS
+        ),
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            layer_norm,
+            lambda device: tiny_randn(
+                (3, 7), (7,), (7,), dtype=torch.float32, device=device
+            ),
+            (0, 1, 2),
+        ),
+    ),
+    launch_costs={"layer_norm": launch_cost_case},
+    model_shapes={
+        "layer_norm": HIDDEN_SIZES,
+        "layer_norm_backward": HIDDEN_SIZES,
+        "layer_norm_fp16": frozenset({768, 5120, 7168}),
+    },
 )

@@ -14,6 +14,11 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    Family,
+    Launcher,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import (
     check_no_grad,
@@ -253,4 +258,23 @@ BENCHMARK = BenchmarkSpec(
         "PyTorch": torch_row_sums,
     },
     details={"columns": GPU_COLUMNS, "block_size": BLOCK_SIZE, "stages": STAGES},
+)
+
+
+# The lesson's loops: forward only, they refuse inputs that need a gradient.
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            row_sums,
+            lambda device: tiny_randn((3, 7), dtype=torch.float32, device=device),
+            (0,),
+            derivatives=0,
+        ),
+        Launcher(
+            reduce_tile,
+            lambda device: tiny_randn((3, 7), dtype=torch.float32, device=device),
+            (0,),
+            derivatives=0,
+        ),
+    ),
 )

@@ -26,6 +26,15 @@ import triton.language as tl
 import triton.testing
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from ..declarations.family import (
+    TINY_SQUARE,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import check_tensor, needs_grad
 from ..triton_helpers.direct_launch import launch
@@ -1288,4 +1297,76 @@ LINEAR_BENCHMARK = BenchmarkSpec(
         "K": LINEAR_K,
         "layout": "x @ w.t(), w a contiguous N x K matrix",
     },
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.matmul.matmul` against ``torch.matmul`` (cuBLAS). The bare launch
+    goes through ``triton.autotune`` as the launcher's does: finding the configuration
+    tuned for this shape is part of Triton's launch."""
+    a, b = tiny_randn(
+        (TINY_SQUARE, TINY_SQUARE),
+        (TINY_SQUARE, TINY_SQUARE),
+        dtype=torch.float16,
+        device=device,
+    )
+    c = torch.empty_like(a)
+    grid = _grid(TINY_SQUARE, TINY_SQUARE)
+    # Both operands row-major, as the launcher finds them; its key also takes M's bucket.
+    layout = {"A_TRANSPOSED": False, "B_TRANSPOSED": False}
+    m_bucket = triton.next_power_of_2(TINY_SQUARE)
+    if tma_applies(a, b, c):
+        # Placeholder tile shapes, as in the launcher: the configuration's pre-hook sets them.
+        descriptors = [TensorDescriptor.from_tensor(t, [1, 1]) for t in (a, b, c)]
+        bare = bare_launch(
+            tuned_matmul_tma_kernel,
+            grid,
+            *descriptors,
+            TINY_SQUARE,
+            TINY_SQUARE,
+            TINY_SQUARE,
+            m_bucket,
+            c.stride(0),
+            ACTIVATION="none",
+            DTYPE=TRITON_DTYPES[a.dtype],
+            C_DESCRIPTOR=True,
+            **layout,
+        )
+    else:
+        bare = bare_launch(
+            tuned_matmul_kernel,
+            grid,
+            a,
+            b,
+            c,
+            TINY_SQUARE,
+            TINY_SQUARE,
+            TINY_SQUARE,
+            m_bucket,
+            *a.stride(),
+            *b.stride(),
+            *c.stride(),
+            ACTIVATION="none",
+            **layout,
+        )
+    return LaunchCase(
+        inputs=describe_inputs(a=a, b=b),
+        triton=lambda: matmul(a, b),
+        bare=bare,
+        torch=lambda: torch.matmul(a, b),
+        bare_out=c,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            matmul,
+            lambda device: tiny_randn(
+                (8, 16), (16, 8), dtype=torch.float16, device=device
+            ),
+            (0, 1),
+        ),
+    ),
+    launch_costs={"matmul": launch_cost_case},
 )

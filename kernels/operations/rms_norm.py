@@ -21,6 +21,17 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    HIDDEN_SIZES,
+    TINY_COLS,
+    TINY_ROWS,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import check_normalisation, needs_grad
 from ..triton_helpers.column_sums import column_sums
@@ -761,4 +772,61 @@ ROW_SWEEP_BENCHMARK = dataclasses.replace(
     make_inputs=make_row_sweep_inputs,
     work=row_sweep_bytes,
     details={"n_cols": ROW_SWEEP_COLS},
+)
+
+
+# The eps of the launch-cost row, torch.nn.functional.rms_norm's usual one.
+LAUNCH_COST_EPS = 1e-6
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.rms_norm.rms_norm` against ``torch.nn.functional.rms_norm``."""
+    x, weight = tiny_randn(
+        (TINY_ROWS, TINY_COLS), (TINY_COLS,), dtype=torch.float32, device=device
+    )
+    out = torch.empty_like(x)
+    # The launcher's own grid and options, so that the same kernel is compiled and run.
+    # Without a gradient to compute, no statistics are kept (as for LayerNorm, below).
+    no_stats = torch.empty(1, dtype=torch.float32, device=device)
+    kind, grid, options = forward_launch(TINY_ROWS, TINY_COLS)
+    assert kind == "tile", kind
+    bare = bare_launch(
+        rms_norm_kernel,
+        grid,
+        x,
+        weight,
+        out,
+        no_stats,
+        TINY_ROWS,
+        TINY_COLS,
+        LAUNCH_COST_EPS,
+        False,
+        ACC=accumulator(x.dtype),
+        **options,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(x=x, weight=weight),
+        triton=lambda: rms_norm(x, weight, LAUNCH_COST_EPS),
+        bare=bare,
+        torch=lambda: torch.nn.functional.rms_norm(
+            x, (TINY_COLS,), weight, LAUNCH_COST_EPS
+        ),
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            rms_norm,
+            lambda device: tiny_randn((3, 7), (7,), dtype=torch.float32, device=device),
+            (0, 1),
+        ),
+    ),
+    launch_costs={"rms_norm": launch_cost_case},
+    model_shapes={
+        "rms_norm": HIDDEN_SIZES,
+        "rms_norm_backward": HIDDEN_SIZES,
+        "rms_norm_fp16": frozenset({768, 5120, 7168}),
+    },
 )

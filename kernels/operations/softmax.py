@@ -17,6 +17,17 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    TINY_COLS,
+    TINY_ROWS,
+    VOCABULARIES,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.aligned_rows import align_for, row_parts
 from ..triton_helpers.checks import check_rows, needs_grad
@@ -556,4 +567,38 @@ FP16_BENCHMARK = dataclasses.replace(
     dtype=torch.float16,
     gpu_sizes=(4096, 32000, 50257, 151936),
     interpreter_sizes=(781,),
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.softmax.softmax` against ``torch.softmax``; rows this short take
+    the launcher's one-row kernel."""
+    (x,) = tiny_randn((TINY_ROWS, TINY_COLS), dtype=torch.float32, device=device)
+    out = torch.empty_like(x)
+    kind, grid, options = forward_launch(TINY_ROWS, TINY_COLS, x.dtype, device)
+    assert kind == "row", kind
+    bare = bare_launch(softmax_kernel, grid, x, out, TINY_COLS, **options)
+    return LaunchCase(
+        inputs=describe_inputs(x=x),
+        triton=lambda: softmax(x),
+        bare=bare,
+        torch=lambda: torch.softmax(x, dim=-1),
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            softmax,
+            lambda device: tiny_randn((3, 7), dtype=torch.float32, device=device),
+            (0,),
+        ),
+    ),
+    launch_costs={"softmax": launch_cost_case},
+    model_shapes={
+        "softmax": VOCABULARIES | {262144},
+        "softmax_backward": frozenset({50257, 151936, 262144}),
+        "softmax_fp16": frozenset({32000, 50257, 151936}),
+    },
 )

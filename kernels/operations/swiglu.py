@@ -20,6 +20,15 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
+from ..declarations.family import (
+    TINY_ELEMENTS,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..triton_helpers.checks import check_same_layout, check_tensor, needs_grad
 from ..triton_helpers.direct_launch import launch
 from ..triton_helpers.first_order import first_order_only, no_second_derivative
@@ -245,3 +254,48 @@ swiglu_backward_op.register_autograd(_swiglu_backward_op_backward)
 def torch_swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """The PyTorch reference: ``silu(gate) * up`` in eager PyTorch."""
     return torch.nn.functional.silu(gate) * up
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.swiglu.swiglu` against ``silu(gate) * up`` in PyTorch (two
+    kernels)."""
+    gate, up = tiny_randn(
+        (TINY_ELEMENTS,), (TINY_ELEMENTS,), dtype=torch.float32, device=device
+    )
+    out = torch.empty_like(gate)
+    grid = (triton.cdiv(TINY_ELEMENTS, BLOCK_SIZE),)
+    bare = bare_launch(
+        swiglu_forward_kernel,
+        grid,
+        gate,
+        up,
+        out,
+        TINY_ELEMENTS,
+        ACC=accumulator(gate.dtype),
+        BLOCK_SIZE=BLOCK_SIZE,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(gate=gate, up=up),
+        triton=lambda: swiglu(gate, up),
+        bare=bare,
+        torch=lambda: torch.nn.functional.silu(gate) * up,
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            swiglu,
+            lambda device: tiny_randn((10,), (10,), dtype=torch.float32, device=device),
+            (0, 1),
+        ),
+        Launcher(
+            swiglu_op,
+            lambda device: tiny_randn((10,), (10,), dtype=torch.float32, device=device),
+            (0, 1),
+            declared_name="swiglu.swiglu_op",
+        ),
+    ),
+    launch_costs={"swiglu": launch_cost_case},
+)

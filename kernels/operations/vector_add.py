@@ -11,6 +11,16 @@ import torch
 import triton
 import triton.language as tl
 
+from ..declarations.family import (
+    ODD_LENGTHS,
+    TINY_ELEMENTS,
+    Family,
+    LaunchCase,
+    Launcher,
+    bare_launch,
+    describe_inputs,
+    tiny_randn,
+)
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.checks import (
     check_no_grad,
@@ -184,4 +194,43 @@ FP16_BENCHMARK = dataclasses.replace(
     dtype=torch.float16,
     gpu_sizes=(3_000_001, 2**24, 100_000_001, 2**28),
     interpreter_sizes=(4097,),
+)
+
+
+def launch_cost_case(device: torch.device) -> LaunchCase:
+    """:func:`kernels.operations.vector_add.add` against ``x + y``."""
+    x, y = tiny_randn(
+        (TINY_ELEMENTS,), (TINY_ELEMENTS,), dtype=torch.float32, device=device
+    )
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(TINY_ELEMENTS, BLOCK_SIZE),)
+    bare = bare_launch(
+        add_tail_apart_kernel,
+        grid,
+        x,
+        y,
+        out,
+        TINY_ELEMENTS,
+        BLOCK_SIZE=BLOCK_SIZE,
+    )
+    return LaunchCase(
+        inputs=describe_inputs(x=x, y=y),
+        triton=lambda: add(x, y),
+        bare=bare,
+        torch=lambda: x + y,
+        bare_out=out,
+    )
+
+
+FAMILY = Family(
+    launchers=(
+        Launcher(
+            add,
+            lambda device: tiny_randn((10,), (10,), dtype=torch.float32, device=device),
+            (0, 1),
+            derivatives=2,
+        ),
+    ),
+    launch_costs={"add": launch_cost_case},
+    model_shapes={"vector_add": ODD_LENGTHS, "vector_add_fp16": ODD_LENGTHS},
 )
