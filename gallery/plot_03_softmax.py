@@ -184,8 +184,7 @@ print(
 # The looped kernel takes the three-part walk when the launcher passes ``ALIGN`` above 1,
 # and the plain walk otherwise. In the first pass, ``online_max_and_sum_unaligned``
 # (in ``kernels/triton_helpers/online_softmax.py``) runs the same recurrence over the head, the
-# body's
-# tiles and the tail; in the second, ``_softmax_part`` does the work on one part:
+# body's tiles and the tail; in the second, ``_softmax_part`` does the work on one part:
 #
 # .. literalinclude:: /kernels/operations/softmax.py
 #    :pyobject: softmax_looped_kernel

@@ -120,8 +120,7 @@ backward pass runs too, and it moves more bytes than the forward pass.
 #
 # The work on one tile of rows is in two helpers. ``row_tile`` finds the tile, as in
 # RMSNorm's backward pass (``kernels/triton_helpers/row_tiles.py``); here the rows and their mask
-# also
-# load each row's ``mean`` and ``rstd``.
+# also load each row's ``mean`` and ``rstd``.
 #
 # ``_backward_tile`` rebuilds ``x_hat`` from the stored ``mean`` and ``rstd``, writes the
 # tile's ``dx`` and adds the tile's shares of ``dweight`` and ``dbias``:

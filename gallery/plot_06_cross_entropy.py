@@ -65,8 +65,7 @@ again.
 # whole number of vectors long, so that its loads are vectors, and a short masked
 # *tail*. The :doc:`softmax page <plot_03_softmax>` walks its long rows the same way,
 # and ``kernels/triton_helpers/aligned_rows.py`` explains the split. When ``n_cols`` is a multiple
-# of
-# 16, ``ALIGN`` is 1 and the plain helper runs.
+# of 16, ``ALIGN`` is 1 and the plain helper runs.
 #
 # Then the program looks up its target's logit and stores the row's loss. When a
 # backward pass will follow (``STATS``), it also stores the row's logsumexp in two

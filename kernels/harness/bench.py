@@ -685,8 +685,7 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
 
 def records_of(modules: Collection[str]) -> set[str]:
     """The records that code importing ``modules`` (names such as ``kernels.operations.softmax``)
-    can
-    draw: those of the benchmarks the modules declare, and launch_overhead for the module
+    can draw: those of the benchmarks the modules declare, and launch_overhead for the module
     that times it."""
     names = {spec.name for spec in discover().values() if spec.module in modules}
     if LAUNCH_MODULE in modules:
