@@ -125,7 +125,9 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
         ".. literalinclude:: /kernels/operations/softmax.py\n   :pyobject: softmax_kernel\n",
         SOURCES,
     )
-    assert [(k.module, k.name, k.jit) for k in kernels] == [("softmax", "softmax_kernel", True)]
+    assert [(k.module, k.name, k.jit) for k in kernels] == [
+        ("operations.softmax", "softmax_kernel", True)
+    ]
     code = downloads.live_code(kernels, set(), SOURCES, {"softmax_kernel"})
     # softmax_kernel calls _row_softmax, a helper of its own module.
     assert re.search(
@@ -156,9 +158,9 @@ def test_a_live_kernel_imports_what_it_reads_from_where_its_module_gets_it() -> 
     # softmax's launcher is named as its module: the download imports the module as
     # softmax_module, so that the names do not collide.
     modules = downloads.module_names(shown)
-    assert modules == {"softmax": "softmax_module", "rms_norm": "rms_norm"}
+    assert modules == {"operations.softmax": "softmax_module", "operations.rms_norm": "rms_norm"}
     code = downloads.live_code(shown, set(), SOURCES, {"softmax"}, modules)
-    assert "from ninja_gap.kernels import rms_norm, softmax as softmax_module" in code
+    assert "from ninja_gap.kernels.operations import rms_norm, softmax as softmax_module" in code
     assert "\nsoftmax = swap_in(softmax_module, softmax)\n" in code
     assert "changes only what you run yourself: SoftmaxFunction, forward_launch." in code
     assert all(len(line) <= 88 for line in code.split("\n") if line.startswith(("from", "    ")))
@@ -212,14 +214,17 @@ def test_an_edited_launcher_runs_where_the_page_checks_it() -> None:
 def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
     # vector_add's launcher runs add_tail_apart_kernel; add_kernel is the first version.
     # (and AddFunction, through the launcher; the launcher itself through BENCHMARK).
-    assert downloads.called_objects("vector_add", SOURCES) >= {"add_tail_apart_kernel", "add"}
-    assert "add_kernel" not in downloads.called_objects("vector_add", SOURCES)
+    assert downloads.called_objects("operations.vector_add", SOURCES) >= {
+        "add_tail_apart_kernel",
+        "add",
+    }
+    assert "add_kernel" not in downloads.called_objects("operations.vector_add", SOURCES)
     # A kernel wrapped in triton.autotune when its module is imported runs through its
     # wrapper (the download hands its version to the wrapper: test below).
-    assert "matmul_kernel" in downloads.called_objects("matmul", SOURCES)
+    assert "matmul_kernel" in downloads.called_objects("operations.matmul", SOURCES)
     # So does a kernel that a called kernel calls: grouped_tile, through the kernel that
     # draws matmul's tile order.
-    assert downloads.called_objects("matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
+    assert downloads.called_objects("operations.matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
     # The download's own code: a launch or a call runs a kernel, an inspection does not.
     code = "k1[grid](x)\nm.k2[grid](x)\nrun(k3)\nm.k4(x)\nprint(m.k5.arg_names)\n"
     assert {"k1", "k2", "k3", "k4"} <= downloads.script_names(code)
@@ -249,8 +254,8 @@ def test_a_zip_is_rewritten_file_by_file(tmp_path: Path) -> None:
 def test_a_download_reads_the_build_s_own_sources(tmp_path: Path) -> None:
     # A build of another folder (a copy of the course, a contributor's project) writes
     # out that folder's kernels and banks, not those of the checkout the extension is in.
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "vector_add.py").write_text(
+    (tmp_path / "kernels" / "operations").mkdir(parents=True)
+    (tmp_path / "kernels" / "operations" / "vector_add.py").write_text(
         "def bytes_moved():\n    return 'from the copy'\n", encoding="utf-8"
     )
     (tmp_path / "banks").mkdir()

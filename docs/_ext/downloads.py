@@ -185,7 +185,14 @@ _PLAIN = ("functools.cache", "functools.lru_cache", "staticmethod", "classmethod
 
 
 def _module_tree(module: str, sources: Sources) -> ast.Module:
-    return ast.parse((sources.srcdir / "kernels" / f"{module}.py").read_text("utf-8"))
+    # ``module`` is dotted under kernels, its room first (``operations.vector_add``).
+    path = sources.srcdir / "kernels" / f"{module.replace('.', '/')}.py"
+    return ast.parse(path.read_text("utf-8"))
+
+
+def _short(module: str) -> str:
+    """A module's own name, without its room: ``operations.vector_add`` is ``vector_add``."""
+    return module.rpartition(".")[2]
 
 
 def _decorated_with(node: ast.AST, prefixes: tuple[str, ...]) -> bool:
@@ -288,15 +295,16 @@ def live_objects(rst: str, sources: Sources) -> list[LiveObject]:
         path = match.group("argument").lstrip("/")
         if match.group("indent") or match.group("name") != "literalinclude":
             continue
-        module = re.fullmatch(r"kernels/(\w+)\.py", path)
+        module = re.fullmatch(r"kernels/((?:\w+/)*\w+)\.py", path)
         name = options.get("pyobject", "")
         if not module or set(options) != {"pyobject"}:
             continue
-        definition = _definitions(_module_tree(module.group(1), sources)).get(name)
+        dotted = module.group(1).replace("/", ".")
+        definition = _definitions(_module_tree(dotted, sources)).get(name)
         if definition is not None:
             code = included_code(match.group("argument"), options, sources).rstrip("\n")
             jit = _decorated_with(definition, _JIT)
-            found.append(LiveObject(module.group(1), name, code, jit))
+            found.append(LiveObject(dotted, name, code, jit))
     return found
 
 
@@ -314,7 +322,9 @@ def _module_bindings(module: str, sources: Sources) -> dict[str, str]:
         if isinstance(node, ast.ImportFrom):
             source = node.module or ""
             if node.level:  # a relative import: a module of the course
-                source = f"ninja_gap.kernels.{source}".rstrip(".")
+                package = ["ninja_gap", "kernels", *module.split(".")[:-1]]
+                base = package[: len(package) - node.level + 1]
+                source = ".".join([*base, *filter(None, [node.module])])
             for alias in node.names:
                 shown = f"from {source} import {alias.name}"
                 bindings[alias.asname or alias.name] = shown + (
@@ -382,7 +392,9 @@ def module_names(objects: Collection[LiveObject]) -> dict[str, str]:
     taken = {item.name for item in objects}
     taken |= {name for item in objects for name in _free_names(item.code)}
     return {
-        item.module: f"{item.module}_module" if item.module in taken else item.module
+        item.module: f"{_short(item.module)}_module"
+        if _short(item.module) in taken
+        else _short(item.module)
         for item in objects
     }
 
@@ -417,9 +429,11 @@ def live_code(
         for name in _free_names(item.code):
             if name not in defined | here and name in bindings:
                 imports.append(bindings[name])
-        alias = modules.get(item.module, item.module)
-        imported = f"from ninja_gap.kernels import {item.module}"
-        imports.append(imported + (f" as {alias}" if alias != item.module else ""))
+        short = _short(item.module)
+        alias = modules.get(item.module, short)
+        room = item.module.rpartition(".")[0]
+        imported = f"from ninja_gap.kernels{'.' + room if room else ''} import {short}"
+        imports.append(imported + (f" as {alias}" if alias != short else ""))
     defined |= here
     called = [item for item in objects if item.name in run]
     explained = "swap_in" in defined  # an earlier block imported it and said what it does
@@ -443,7 +457,7 @@ def live_code(
         lines.append("# specs, its autotune wrappers); a function or class then reads its other")
         lines.append("# names from the module (hand over a helper you add in the same way).")
     for item in called:
-        alias = modules.get(item.module, item.module)
+        alias = modules.get(item.module, _short(item.module))
         lines.append(f"{item.name} = swap_in({alias}, {item.name})")
     return "\n".join(lines) + "\n"
 
