@@ -43,7 +43,7 @@ def sample_doc(**changes: Any) -> dict[str, Any]:
         "code": {
             "fingerprint": "0123456789abcdef",
             "commit": COMMIT,
-            "files": {"kernels/operations/vector_add.py": "0123456789abcdef"},
+            "files": {"kernels/vector_add.py": "0123456789abcdef"},
         },
         "environment": {
             "gpu": "NVIDIA H200",
@@ -97,7 +97,7 @@ def launch_doc(**changes: Any) -> dict[str, Any]:
         "code": {
             "fingerprint": "0123456789abcdef",
             "commit": COMMIT,
-            "files": {"kernels/harness/launch_cost.py": "0123456789abcdef"},
+            "files": {"kernels/launch_cost.py": "0123456789abcdef"},
         },
         "environment": copy.deepcopy(sample_doc()["environment"]),
         "timing": {"calls": 2000, "repeats": 7},

@@ -316,8 +316,8 @@ def test_measure_records_kernel_time_call_time_work_and_code(
     assert record.series["Triton"] == tuple(w / 1.0 / 1e6 for w in work)
     assert record.call_series["eager"] == tuple(w / 2.0 / 1e6 for w in work)
     assert record.code == bench.code_of(spec)
-    assert "kernels/operations/vector_add.py" in record.code.files
-    assert "kernels/harness/timing.py" in record.code.files
+    assert "kernels/vector_add.py" in record.code.files
+    assert "kernels/timing.py" in record.code.files
     assert record.fresh
     # What measure() returns can be saved and loaded back as it is.
     assert measurements.from_json(record.to_json(), "x") == record
@@ -431,7 +431,7 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     result = _stale_command(course)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"All records of the {N_RECORDS} benchmarks match the code" in result.stdout
-    module = course / "kernels" / "vector_add.py"
+    module = course / "kernels" / "operations" / "vector_add.py"
     source = module.read_text(encoding="utf-8")
     # Comments, docstrings and blank lines are not code.
     edited = source.replace("BLOCK_SIZE = 1024\n", "# a new comment\n\nBLOCK_SIZE = 1024  # why\n")
@@ -444,7 +444,7 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     result = _stale_command(course)
     assert result.returncode == 1
     assert "vector_add.json is stale" in result.stdout
-    assert "kernels/operations/vector_add.py changed" in result.stdout
+    assert "kernels/vector_add.py changed" in result.stdout
     assert "softmax.json" not in result.stdout
     # The float16 sweep runs the same module, and the launch_overhead record times every
     # launcher: vector_add's among them.
@@ -501,7 +501,7 @@ def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) ->
 
 def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
-    timing_py = course / "kernels" / "timing.py"
+    timing_py = course / "kernels" / "harness" / "timing.py"
     timing_py.write_text(
         timing_py.read_text(encoding="utf-8").replace("REP_MS = 100", "REP_MS = 50"),
         encoding="utf-8",
@@ -515,7 +515,7 @@ def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
 
 def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
-    module = course / "kernels" / "launch_cost.py"
+    module = course / "kernels" / "harness" / "launch_cost.py"
     module.write_text(
         module.read_text(encoding="utf-8").replace("CALLS = 2000", "CALLS = 1000"),
         encoding="utf-8",
@@ -523,7 +523,7 @@ def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Pat
     result = _stale_command(course)
     assert result.returncode == 1 and "Records that cannot be drawn: 1\n" in result.stderr
     assert "launch_overhead.json is stale" in result.stdout
-    assert "kernels/harness/launch_cost.py changed" in result.stdout
+    assert "kernels/launch_cost.py changed" in result.stdout
 
 
 @pytest.fixture
@@ -574,7 +574,7 @@ def test_a_stale_record_fails_naming_the_file_and_what_changed(
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "0")
     doc = sample_doc()
     doc["code"] = {**doc["code"], "files": {**bench.code_of(vector_add.BENCHMARK).files}}
-    doc["code"]["files"]["kernels/operations/vector_add.py"] = "0000000000000000"
+    doc["code"]["files"]["kernels/vector_add.py"] = "0000000000000000"
     (records_in / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(
         measurements.StaleMeasurementError,
@@ -721,7 +721,7 @@ def test_stale_names_a_record_whose_commit_is_not_in_the_history_of_head(
 
 def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
-    module = course / "kernels" / "vector_add.py"
+    module = course / "kernels" / "operations" / "vector_add.py"
     module.write_text(
         module.read_text(encoding="utf-8").replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 16"),
         encoding="utf-8",

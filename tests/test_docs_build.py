@@ -281,7 +281,7 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
 
     # A comment in a kernel module: the pages that use the module run again (the code
     # that runs is unchanged, so its record still matches), and only those.
-    module = course / "kernels" / "vector_add.py"
+    module = course / "kernels" / "operations" / "vector_add.py"
     source = module.read_text(encoding="utf-8")
     module.write_text(source.replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 1024  # unchanged"))
     commented = first.rebuild()
@@ -308,7 +308,7 @@ def test_a_rebuild_runs_only_what_changed_and_refuses_a_stale_record(built_cours
         # The warning of each page that draws the record names the record and the file.
         (warning,) = [w for w in warnings if page in w and "StaleMeasurementError" in w][:1]
         assert "vector_add.json is stale" in warning
-        assert "kernels/operations/vector_add.py changed since commit" in warning
+        assert "kernels/vector_add.py changed since commit" in warning
 
 
 def _too_large(path: Path) -> None:

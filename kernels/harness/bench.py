@@ -30,6 +30,7 @@ from ..declarations.spec import BenchmarkSpec, Output, ProviderUnavailable
 from ..text.messages import _, axis_name, number, translated
 from ..triton_helpers.runtime import describe_device, interpreted, kernel_device
 from . import ceilings, fingerprint, measurements, peers, provenance, timing
+from .families import OPERATIONS
 from .measurements import (
     LAUNCH_OVERHEAD,
     Ceiling,
@@ -691,11 +692,6 @@ def records_of(modules: Collection[str]) -> set[str]:
     if LAUNCH_MODULE in modules:
         names.add(LAUNCH_OVERHEAD)
     return names
-
-
-# The room of the kernel families: kernels.operations, or ninja_gap.kernels.operations
-# installed. The harness finds them there and never imports one by name.
-OPERATIONS = __package__.rpartition(".")[0] + ".operations"
 
 
 def discover() -> dict[str, BenchmarkSpec]:

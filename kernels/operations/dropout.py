@@ -42,7 +42,8 @@ def _dropout_quarter(
     x_ptr, out_ptr, offsets, n_elements, random_bits, p, scale, MASKED: tl.constexpr
 ):
     # MASKED: the quarter may run past the end. Unmasked, its loads and stores are
-    # vectors whatever the length (see add_tail_apart_kernel in kernels/operations/vector_add.py).
+    # vectors whatever the length (see add_tail_apart_kernel in
+    # kernels/operations/vector_add.py).
     if MASKED:
         mask = offsets < n_elements
         x = tl.load(x_ptr + offsets, mask=mask)

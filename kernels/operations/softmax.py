@@ -159,7 +159,8 @@ def softmax_looped_kernel(
     # they are done with. On an H200 at 64K values the hints took the kernel from 69%
     # to 81% of the copy ceiling. EVEN: the row is a whole number of tiles. ALIGN > 1:
     # rows do not all start on a 16-byte boundary (50,257 values), and both passes walk
-    # them in three parts so that most loads are vectors (kernels/triton_helpers/aligned_rows.py).
+    # them in three parts so that most loads are vectors
+    # (kernels/triton_helpers/aligned_rows.py).
     row = tl.program_id(0).to(tl.int64)
     row_offset = row * n_cols
     cols = tl.arange(0, BLOCK_SIZE)
