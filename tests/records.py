@@ -70,10 +70,10 @@ LAUNCHERS = ["add", "softmax", "matmul"]
 
 
 def launch_doc(**changes: Any) -> dict[str, Any]:
-    """A valid launch_overhead record (three launchers, microseconds per call), with
+    """A valid launch-cost record (three launchers, microseconds per call), with
     ``changes`` applied to its top-level keys."""
     doc: dict[str, Any] = {
-        "benchmark": "launch_overhead",
+        "benchmark": "launch_overhead_vector_add",
         "metric": "us",
         "x_name": "launcher",
         "x": list(LAUNCHERS),
@@ -102,6 +102,19 @@ def launch_doc(**changes: Any) -> dict[str, Any]:
         "environment": copy.deepcopy(sample_doc()["environment"]),
         "timing": {"calls": 2000, "repeats": 7},
     }
+    doc.update(copy.deepcopy(changes))
+    return doc
+
+
+def launch_doc_of(launchers: list[str], **changes: Any) -> dict[str, Any]:
+    """:func:`launch_doc` cut to ``launchers`` (of :data:`LAUNCHERS`), in that order, with
+    ``changes`` applied: one family's record."""
+    doc = launch_doc()
+    at = [LAUNCHERS.index(name) for name in launchers]
+    doc["x"] = list(launchers)
+    for key in ("series", "final_wait_us"):
+        doc[key] = {series: [values[i] for i in at] for series, values in doc[key].items()}
+    doc["inputs"] = {name: doc["inputs"][name] for name in launchers}
     doc.update(copy.deepcopy(changes))
     return doc
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 import torch
-from records import committed_doc, launch_doc, records_folder, sample, sample_doc
+from records import committed_doc, records_folder, sample, sample_doc
 
 from kernels.declarations.spec import BenchmarkSpec, ProviderUnavailable
 from kernels.figures.plotting import caption_of, plot_measurement, plot_peak_memory
@@ -389,24 +389,17 @@ def test_a_profiled_trace_splits_into_calls_at_each_flush() -> None:
 
 
 def _copy_of_the_course(tmp_path: Path) -> Path:
-    """The kernels and the records, in a folder of their own. Until a GPU run records
-    launch_overhead.json, a hand-made one of the current code stands in for it there."""
+    """The kernels and the records, in a folder of their own."""
     copy = tmp_path / "course"
     shutil.copytree(ROOT / "kernels", copy / "kernels", ignore=shutil.ignore_patterns("__py*"))
     shutil.copytree(ROOT / "gallery" / "measurements", copy / "gallery" / "measurements")
-    launch_overhead = copy / "gallery" / "measurements" / PRIMARY / "launch_overhead.json"
-    if not launch_overhead.exists():
-        code = launch_record.launch_overhead_code()
-        doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": "test",
-                               "files": code.files})  # fmt: skip
-        launch_overhead.write_text(json.dumps(doc), encoding="utf-8")
     return copy
 
 
 # One record per benchmark.
 N_BENCHMARKS = len(bench.discover())
-# Every benchmark's record, and launch_overhead.json.
-N_RECORDS = N_BENCHMARKS + 1
+# Every benchmark's record, and each family's launch-cost record.
+N_RECORDS = N_BENCHMARKS + len(launch_record.LAUNCH_RECORDS)
 # The records of each GPU: all of them on the primary GPU, some on the others.
 RECORDS_BY_GPU = {
     gpu: measurements.recorded_benchmarks(gpu) for gpu in measurements.recorded_gpus()
@@ -446,13 +439,14 @@ def test_stale_lists_a_record_after_a_code_change_but_not_after_a_comment_change
     assert "vector_add.json is stale" in result.stdout
     assert "kernels/vector_add.py changed" in result.stdout
     assert "softmax.json" not in result.stdout
-    # The float16 sweep runs the same module, and the launch_overhead record times every
-    # launcher: vector_add's among them.
+    # The float16 sweep runs the same module, and the family's launch-cost record times
+    # its launcher; the other families' launch-cost records do not cover vector_add.py.
     assert "vector_add_fp16.json is stale" in result.stdout
-    assert "launch_overhead.json is stale" in result.stdout
+    assert "launch_overhead_vector_add.json is stale" in result.stdout
+    assert "launch_overhead_softmax.json" not in result.stdout
     # On every GPU that has them.
     stale = sum(
-        len({"vector_add", "vector_add_fp16", bench.LAUNCH_OVERHEAD} & set(names))
+        len({"vector_add", "vector_add_fp16", "launch_overhead_vector_add"} & set(names))
         for names in RECORDS_BY_GPU.values()
     )
     assert f"Records that cannot be drawn: {stale}\n" in result.stderr

@@ -224,7 +224,10 @@ def test_a_kernel_runs_where_the_course_or_the_download_calls_it() -> None:
     assert "matmul_kernel" in downloads.called_objects("operations.matmul", SOURCES)
     # So does a kernel that a called kernel calls: grouped_tile, through the kernel that
     # draws matmul's tile order.
-    assert downloads.called_objects("operations.matmul", SOURCES) >= {"tile_order_kernel", "grouped_tile"}
+    assert downloads.called_objects("operations.matmul", SOURCES) >= {
+        "tile_order_kernel",
+        "grouped_tile",
+    }
     # The download's own code: a launch or a call runs a kernel, an inspection does not.
     code = "k1[grid](x)\nm.k2[grid](x)\nrun(k3)\nm.k4(x)\nprint(m.k5.arg_names)\n"
     assert {"k1", "k2", "k3", "k4"} <= downloads.script_names(code)

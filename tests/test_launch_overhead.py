@@ -1,5 +1,6 @@
-"""The launch_overhead record: its contract, its figure and table, its placeholder, the
-timing logic (with a stand-in clock) and the launch cases (in the interpreter)."""
+"""The launch-cost records (one per family, launch_overhead_<family>): their contract,
+the figure and table of them all, their placeholder, the timing logic (with a stand-in
+clock) and the launch cases (in the interpreter)."""
 
 import gc
 import inspect
@@ -13,7 +14,15 @@ from types import SimpleNamespace
 import matplotlib
 import pytest
 import torch
-from records import COMMIT, LAUNCHERS, launch_doc, launch_sample, records_folder, sample_doc
+from records import (
+    COMMIT,
+    LAUNCHERS,
+    launch_doc,
+    launch_doc_of,
+    launch_sample,
+    records_folder,
+    sample_doc,
+)
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.declarations.family import LaunchCase
@@ -88,9 +97,11 @@ WAITS = launch_doc()["final_wait_us"]
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        (broken("metric", "GB/s"), "the launch_overhead record holds microseconds per call"),
+        (broken("metric", "GB/s"), "a launch-cost record holds microseconds per call"),
         (broken("benchmark", "vector_add"), "'us' (microseconds per call) is for the "
-         "launch_overhead record only; 'benchmark' is 'vector_add'"),
+         "launch-cost records (launch_overhead_<family>) only; 'benchmark' is 'vector_add'"),
+        (broken("benchmark", "launch_overhead"), "launch-cost records (launch_overhead_<family>) "
+         "only; 'benchmark' is 'launch_overhead'"),
         (broken("x", [64, 128, 256]), "launcher names (strings), not sizes"),
         (broken("x", []), "'x' must be a non-empty list of launcher names"),
         (broken("x", ["add", "add", "matmul"]), "'x' names a launcher twice"),
@@ -133,7 +144,7 @@ def test_a_broken_record_is_refused_naming_the_problem(doc: dict, message: str) 
 
 
 def test_a_rate_record_may_not_claim_microseconds() -> None:
-    with pytest.raises(measurements.MeasurementError, match="'us' is for the launch_overhead"):
+    with pytest.raises(measurements.MeasurementError, match="'us' is for the launch-cost records"):
         measurements.from_json(sample_doc(metric="us"), "somefile.json")
 
 
@@ -142,12 +153,15 @@ def test_the_record_is_saved_and_loaded_by_name(
 ) -> None:
     tmp_path = records_folder(monkeypatch, tmp_path)
     record = launch_sample()
-    assert measurements.save(record) == tmp_path / "launch_overhead.json"
-    assert measurements.load_launch_overhead() == record
-    assert json.loads((tmp_path / "launch_overhead.json").read_text())["timing"]["calls"] == 2000
-    (tmp_path / "launch_overhead.json").write_text(json.dumps(sample_doc()), encoding="utf-8")
-    with pytest.raises(measurements.MeasurementError, match="but the file is launch_overhead"):
-        measurements.load_launch_overhead()
+    file = tmp_path / "launch_overhead_vector_add.json"
+    assert measurements.save(record) == file
+    assert measurements.load_launch_overhead("launch_overhead_vector_add") == record
+    assert json.loads(file.read_text())["timing"]["calls"] == 2000
+    file.write_text(json.dumps(sample_doc()), encoding="utf-8")
+    with pytest.raises(
+        measurements.MeasurementError, match="but the file is launch_overhead_vector_add"
+    ):
+        measurements.load_launch_overhead("launch_overhead_vector_add")
 
 
 # The figure and the table, from a hand-made record.
@@ -225,57 +239,139 @@ def test_a_missing_record_fails_and_a_draft_draws_a_placeholder(
 def test_a_stale_record_fails_naming_what_changed(
     no_records: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = dict(launch_record.launch_overhead_code().files)
+    files = dict(launch_record.launch_overhead_code("launch_overhead_softmax").files)
     files["kernels/softmax.py"] = "0000000000000000"
-    doc = launch_doc(code={"fingerprint": "0", "commit": COMMIT, "files": files})
-    (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
+    doc = launch_doc_of(["softmax"], benchmark="launch_overhead_softmax",
+                        code={"fingerprint": "0", "commit": COMMIT, "files": files})  # fmt: skip
+    (no_records / "launch_overhead_softmax.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(
         measurements.StaleMeasurementError,
-        match=rf"launch_overhead\.json is stale: .*\(kernels/softmax\.py changed since "
+        match=rf"launch_overhead_softmax\.json is stale: .*\(kernels/softmax\.py changed since "
         rf"commit {COMMIT}",
     ):
-        launch_record.recorded_launch_overhead()
+        launch_record.load_current_launch_overhead("launch_overhead_softmax")
     monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
     assert launch_record.recorded_launch_overhead().placeholder
 
 
-def test_a_current_record_is_drawn(no_records: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The stand-in record times three launchers: a course of those three.
-    monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys(LAUNCHERS))
-    code = launch_record.launch_overhead_code()
-    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": COMMIT, "files": code.files})
-    (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
+# A course of two families, vector_add (add) and softmax, as the stand-in records have.
+TWO_FAMILIES = {"vector_add": ("add",), "softmax": ("softmax",)}
+
+
+def two_families(monkeypatch: pytest.MonkeyPatch, rows: dict | None = None) -> None:
+    """Make the course two families, with ``rows`` (by default :data:`TWO_FAMILIES`)."""
+    rows = rows or TWO_FAMILIES
+    monkeypatch.setattr(launch_cost, "FAMILY_ROWS", rows)
+    monkeypatch.setattr(
+        launch_cost, "LAUNCHERS", dict.fromkeys(r for f in rows.values() for r in f)
+    )
+    names = {measurements.launch_record_name(family): family for family in rows}
+    monkeypatch.setattr(launch_record, "LAUNCH_RECORDS", names)
+
+
+def write_current(folder: Path, family: str, launchers: list[str], commit: str = COMMIT) -> None:
+    """Write ``family``'s launch-cost record of ``launchers``, of the code as it is now."""
+    name = measurements.launch_record_name(family)
+    code = launch_record.launch_overhead_code(name)
+    doc = launch_doc_of(launchers, benchmark=name,
+                        code={"fingerprint": code.fingerprint, "commit": commit,
+                              "files": code.files})  # fmt: skip
+    (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_current_records_are_drawn_as_one(
+    no_records: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two_families(monkeypatch)
+    write_current(no_records, "vector_add", ["add"])
+    write_current(no_records, "softmax", ["softmax"])
     record = launch_record.launch_overhead_or_load()
-    assert not record.placeholder and not record.fresh and record.x == tuple(LAUNCHERS)
+    assert not record.placeholder and not record.fresh and record.x == ("add", "softmax")
+    assert record.series["Triton"] == (20.0, 24.0) and record.time_us("PyTorch", "softmax") == 6.0
+    assert record.final_wait_us["CUDA graph"] == (5000.0, 6000.0)
+    assert set(record.inputs) == {"add", "softmax"} and record.code.commit == COMMIT
+    assert {"kernels/vector_add.py", "kernels/softmax.py"} <= set(record.code.files)
+    assert launch_table(record).rows[1][:4] == ["softmax", "24.0", "14.0", "+10.0"]
 
 
-def test_a_record_that_misses_a_launcher_of_the_course_is_refused(
+def test_records_of_two_commits_name_both(
+    no_records: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two_families(monkeypatch)
+    # A runner that names its commit: the loader does not ask git about the two commits.
+    monkeypatch.setenv(fingerprint.COMMIT_VARIABLE, "0123456789ab")
+    write_current(no_records, "vector_add", ["add"])
+    write_current(no_records, "softmax", ["softmax"], commit="fedcba987654")
+    record = launch_record.recorded_launch_overhead()
+    assert record.code.commit == f"{COMMIT}, fedcba987654"
+
+
+def test_one_missing_family_fails_and_a_draft_draws_a_placeholder(
+    no_records: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two_families(monkeypatch)
+    write_current(no_records, "vector_add", ["add"])
+    with pytest.raises(measurements.MeasurementError,
+                       match="no recorded measurement for 'launch_overhead_softmax'"):  # fmt: skip
+        launch_record.recorded_launch_overhead()
+    monkeypatch.setenv(bench.DRAFT_VARIABLE, "1")
+    placeholder = launch_record.recorded_launch_overhead()
+    assert placeholder.placeholder and placeholder.x == ("add", "softmax")
+    assert "launch_overhead_softmax" in placeholder.details["reason"]
+
+
+def test_a_record_that_misses_a_launcher_of_its_family_is_refused(
     no_records: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before, a record without one of the course's launchers was drawn, and the table and
     # the lesson's sentences silently left it out.
-    monkeypatch.setattr(launch_cost, "LAUNCHERS", dict.fromkeys([*LAUNCHERS, "swiglu"]))
-    code = launch_record.launch_overhead_code()
-    doc = launch_doc(code={"fingerprint": code.fingerprint, "commit": COMMIT, "files": code.files})
-    (no_records / "launch_overhead.json").write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(measurements.MeasurementError, match=r"missing \['swiglu'\]"):
-        launch_record.recorded_launch_overhead()
+    two_families(monkeypatch, {"vector_add": ("add", "matmul"), "softmax": ("softmax",)})
+    write_current(no_records, "vector_add", ["add"])
+    with pytest.raises(measurements.MeasurementError, match=r"missing \['matmul'\]"):
+        launch_record.load_current_launch_overhead("launch_overhead_vector_add")
 
 
-def test_the_fingerprint_covers_the_launchers_and_their_timing_not_the_rate_harness() -> None:
-    files = launch_record.launch_overhead_code().files
-    for module in ("launch_cost", "vector_add", "attention", "matmul", "swiglu", "launch"):
+def test_an_unknown_record_name_is_refused_naming_the_records() -> None:
+    with pytest.raises(measurements.MeasurementError, match="launch_overhead_vector_add"):
+        launch_record.launch_overhead_code("launch_overhead_nothing")
+    with pytest.raises(ValueError, match="no launch-cost row is named 'nothing'"):
+        launch_cost.measure(["nothing"], synchronize=lambda: None)
+
+
+def test_each_family_has_a_record_of_its_rows() -> None:
+    assert list(launch_record.LAUNCH_RECORDS) == [
+        measurements.launch_record_name(family) for family in launch_cost.FAMILY_ROWS
+    ]
+    assert [row for rows in launch_cost.FAMILY_ROWS.values() for row in rows] == list(
+        launch_cost.LAUNCHERS
+    )
+    assert launch_cost.FAMILY_ROWS["vector_add"] == ("add",)
+    assert launch_cost.FAMILY_MODULES["vector_add"] == vector_add.__name__
+
+
+def test_a_familys_fingerprint_covers_its_launchers_and_timing_only() -> None:
+    # A changed kernel re-measures its own family's row, not every launcher's.
+    files = launch_record.launch_overhead_code("launch_overhead_vector_add").files
+    for module in ("launch_cost", "vector_add", "launch", "family"):
         assert f"kernels/{module}.py" in files, module
-    assert (
-        "kernels/timing.py" not in files and "kernels/measurements.py" not in files
-    )
+    for module in ("softmax", "attention", "matmul", "timing", "measurements"):
+        assert f"kernels/{module}.py" not in files, module
+    matmul_files = launch_record.launch_overhead_code("launch_overhead_matmul").files
+    assert "kernels/matmul.py" in matmul_files and "kernels/vector_add.py" not in matmul_files
 
 
-def test_pages_that_import_the_timing_module_depend_on_the_record() -> None:
-    assert bench.LAUNCH_OVERHEAD in bench.records_of(
-        {launch_cost.__name__, "kernels.triton_helpers.launch"}
-    )
+def test_pages_that_import_the_timing_module_depend_on_the_records() -> None:
+    names = bench.records_of({launch_cost.__name__, "kernels.triton_helpers.launch"})
+    assert set(launch_record.LAUNCH_RECORDS) <= names
     assert bench.records_of({"kernels.operations.vector_add"}) == {"vector_add", "vector_add_fp16"}
+
+
+def test_the_command_line_takes_launch_overhead_for_every_familys_record(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recording.main(["launch_overhead", "--list"])
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in launch_record.LAUNCH_RECORDS)
 
 
 def test_the_harness_imports_no_launcher_and_nothing_that_imports_it_back() -> None:
@@ -394,13 +490,13 @@ def test_a_launcher_no_graph_can_hold_has_no_graph_time_and_the_reason(
         "RuntimeError: operation not permitted when stream is capturing"
     )
     monkeypatch.setattr(launch_record, "interpreted", lambda: False)
-    monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: costs[:2])
+    monkeypatch.setattr(launch_record.launch_cost, "measure", lambda rows: costs[:2])
     # A clean commit of HEAD's history, whatever state the working tree is in: the record
     # is saved and loaded back.
     monkeypatch.setattr(launch_record.fingerprint, "commit", lambda: COMMIT)
     environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
     monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-04"})
-    record = launch_record.measure_launch_overhead()
+    record = launch_record.measure_launch_overhead("launch_overhead_vector_add")
     assert record.series["CUDA graph"] == (None, None)
     first, second = (cost.launcher for cost in costs[:2])
     assert record.unavailable == {"CUDA graph": f"{first}: RuntimeError: operation not permitted "
@@ -409,7 +505,7 @@ def test_a_launcher_no_graph_can_hold_has_no_graph_time_and_the_reason(
     assert f"CUDA graph n/a: {first}: RuntimeError" in str(launch_table(record))
     records_folder(monkeypatch, tmp_path, measurements.gpu_slug(environment["gpu"]))
     measurements.save(record)
-    assert measurements.load_launch_overhead() == record
+    assert measurements.load_launch_overhead("launch_overhead_vector_add") == record
 
 
 @cpu_path
@@ -419,7 +515,7 @@ def test_timing_refuses_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match="measured on a CUDA GPU only"):
         launch_cost.measure()
     with pytest.raises(RuntimeError, match="measured on a CUDA GPU only"):
-        launch_record.measure_launch_overhead()
+        launch_record.measure_launch_overhead("launch_overhead_vector_add")
     with pytest.raises(SystemExit) as exit_info:
         recording.main(["launch_overhead"])
     assert exit_info.value.code == 2
@@ -459,25 +555,30 @@ def test_measure_launch_overhead_records_the_three_series(
     fake = [
         launch_cost.LauncherCost(name, f"inputs of {name}", host_time(20.0 + i), host_time(10.0),
                                  host_time(5.0), host_time(2.0))
-        for i, name in enumerate(launch_cost.LAUNCHERS)
+        for i, name in enumerate(launch_cost.FAMILY_ROWS["matmul"])
     ]  # fmt: skip
+    asked = []
     monkeypatch.setattr(launch_record, "interpreted", lambda: False)
-    monkeypatch.setattr(launch_record.launch_cost, "measure", lambda: fake)
+    monkeypatch.setattr(
+        launch_record.launch_cost, "measure", lambda rows: asked.append(rows) or fake
+    )
     environment = dict.fromkeys(measurements.ENVIRONMENT_KEYS, "stand-in")
     monkeypatch.setattr(provenance, "capture", lambda: {**environment, "date": "2026-12-03"})
     records_folder(monkeypatch, tmp_path, gpu="stand-in")
-    record = launch_record.measure_launch_overhead()
-    assert record.fresh and record.x == tuple(launch_cost.LAUNCHERS)
+    record = launch_record.measure_launch_overhead("launch_overhead_matmul")
+    assert asked == [launch_cost.FAMILY_ROWS["matmul"]]
+    assert record.fresh and record.x == launch_cost.FAMILY_ROWS["matmul"]
+    assert record.benchmark == "launch_overhead_matmul"
     assert record.series["Triton"] == tuple(20.0 + i for i in range(len(fake)))
     assert record.series["bare launch"] == (10.0,) * len(fake)
     assert record.series["PyTorch"] == (5.0,) * len(fake)
     assert record.series["CUDA graph"] == (2.0,) * len(fake) and not record.unavailable
-    assert record.inputs["add"] == "inputs of add"
+    assert record.inputs["matmul"] == "inputs of matmul"
     assert [record.final_wait_us[name][0] for name in record.providers] == [2.0, 1.0, 0.5, 0.2]
     assert "final_wait_us" not in record.details
-    assert record.code == launch_record.launch_overhead_code()
+    assert record.code == launch_record.launch_overhead_code("launch_overhead_matmul")
     measurements.save(record)
-    assert measurements.load_launch_overhead() == record
+    assert measurements.load_launch_overhead("launch_overhead_matmul") == record
 
 
 # The launch cases, in the interpreter (on a GPU, on tiny GPU inputs).

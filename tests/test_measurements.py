@@ -21,14 +21,13 @@ from records import (
 
 from kernels.harness import ceilings, fingerprint, launch_cost, measurements, shards
 from kernels.harness.bench import discover, load_current
-from kernels.harness.launch_record import load_current_launch_overhead
+from kernels.harness.launch_record import LAUNCH_RECORDS, load_current_launch_overhead
 from kernels.harness.measurements import MeasurementError
 from kernels.harness.recording import stale_report
 
 # Every GPU's records.
 FILES = sorted(measurements.MEASUREMENTS_ROOT.glob("*/*.json"))
 BENCHMARKS = discover()
-LAUNCH_OVERHEAD_FILE = measurements.path_for(measurements.LAUNCH_OVERHEAD)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -60,15 +59,11 @@ def test_each_benchmark_has_a_record_of_its_current_code_and_spec(name: str) -> 
     assert record.ceiling.name == expected_ceiling
 
 
-@pytest.mark.xfail(
-    not LAUNCH_OVERHEAD_FILE.exists(),
-    reason="launch_overhead.json is first recorded by a GPU run: nox -s bench -- launch_overhead",
-    raises=measurements.MeasurementError,
-    strict=True,
-)
-def test_the_launch_overhead_record_is_of_the_current_code_and_launchers() -> None:
-    record = load_current_launch_overhead()  # raises if the code changed since it was recorded
-    assert record.x == tuple(launch_cost.LAUNCHERS)
+@pytest.mark.parametrize("name", LAUNCH_RECORDS)
+def test_each_familys_launch_cost_record_is_of_its_current_code_and_rows(name: str) -> None:
+    # raises if the family's code or the timing code changed since it was recorded
+    record = load_current_launch_overhead(name)
+    assert record.x == launch_cost.FAMILY_ROWS[LAUNCH_RECORDS[name]]
     assert record.details["timing"]["calls"] == launch_cost.CALLS
 
 
@@ -94,7 +89,7 @@ def test_the_records_of_one_kernel_module_come_from_one_commit() -> None:
 
 
 def test_every_recording_belongs_to_a_benchmark() -> None:
-    assert {path.stem for path in FILES} <= {*BENCHMARKS, measurements.LAUNCH_OVERHEAD}
+    assert {path.stem for path in FILES} <= {*BENCHMARKS, *LAUNCH_RECORDS}
 
 
 def test_a_record_round_trips_through_its_file(
@@ -649,7 +644,7 @@ def history(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("history")
-@pytest.mark.parametrize("name", ["vector_add", measurements.LAUNCH_OVERHEAD])
+@pytest.mark.parametrize("name", ["vector_add", "launch_overhead_vector_add"])
 def test_a_record_whose_commit_is_not_in_the_history_is_refused_by_the_loaders(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
 ) -> None:
@@ -659,8 +654,8 @@ def test_a_record_whose_commit_is_not_in_the_history_is_refused_by_the_loaders(
     _folder_of(monkeypatch, tmp_path, {name: doc})
 
     def load() -> measurements.Record:
-        if name == measurements.LAUNCH_OVERHEAD:
-            return load_current_launch_overhead()
+        if name in LAUNCH_RECORDS:
+            return load_current_launch_overhead(name)
         return load_current(BENCHMARKS[name])
 
     with pytest.raises(
@@ -690,7 +685,8 @@ def test_the_loaders_ask_git_once_per_commit(monkeypatch: pytest.MonkeyPatch) ->
     for _round in range(2):
         for spec in BENCHMARKS.values():
             load_current(spec)
-        load_current_launch_overhead()
+        for name in LAUNCH_RECORDS:
+            load_current_launch_overhead(name)
     commits = {measurements.read(path).code.commit for path in FILES}
     assert sum("merge-base" in args for args in asked) == len(commits)
     assert sum("--is-shallow-repository" in args for args in asked) == 1

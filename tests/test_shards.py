@@ -7,14 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from kernels.harness import bench, recording, shards
-from kernels.harness.measurements import LAUNCH_OVERHEAD
+from kernels.harness import bench, launch_cost, recording, shards
+from kernels.harness.launch_record import LAUNCH_RECORDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = bench.discover()
-NAMES = [*SPECS, LAUNCH_OVERHEAD]
-# Each benchmark's kernel module; launch_overhead's is the module that times it.
-MODULES = {name: SPECS[name].module if name in SPECS else bench.LAUNCH_MODULE for name in NAMES}
+NAMES = [*SPECS, *LAUNCH_RECORDS]
+# Each benchmark's kernel module; a family's launch-cost record goes with its module.
+MODULES = {
+    name: SPECS[name].module if name in SPECS else launch_cost.FAMILY_MODULES[LAUNCH_RECORDS[name]]
+    for name in NAMES
+}
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 6, 8, 20])

@@ -29,10 +29,9 @@ import torch
 from ..declarations.spec import BenchmarkSpec, Output, ProviderUnavailable
 from ..text.messages import _, axis_name, number, translated
 from ..triton_helpers.runtime import describe_device, interpreted, kernel_device
-from . import ceilings, fingerprint, measurements, peers, provenance, timing
+from . import ceilings, families, fingerprint, measurements, peers, provenance, timing
 from .families import OPERATIONS
 from .measurements import (
-    LAUNCH_OVERHEAD,
     Ceiling,
     Code,
     Measurement,
@@ -686,11 +685,14 @@ def measure_or_load(spec: BenchmarkSpec) -> Measurement:
 
 def records_of(modules: Collection[str]) -> set[str]:
     """The records that code importing ``modules`` (names such as ``kernels.operations.softmax``)
-    can draw: those of the benchmarks the modules declare, and launch_overhead for the module
-    that times it."""
+    can draw: those of the benchmarks the modules declare, and every family's launch-cost
+    record for the module that times them."""
     names = {spec.name for spec in discover().values() if spec.module in modules}
     if LAUNCH_MODULE in modules:
-        names.add(LAUNCH_OVERHEAD)
+        names |= {
+            measurements.launch_record_name(family)
+            for family in families.launch_cost_families()
+        }
     return names
 
 

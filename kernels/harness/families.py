@@ -15,7 +15,15 @@ from ..declarations.family import Family, LaunchCase, Launcher
 # installed. The harness finds them there and never imports one by name.
 OPERATIONS = __package__.rpartition(".")[0] + ".operations"
 
-__all__ = ["Family", "LaunchCase", "Launcher", "discover", "launch_costs", "launchers"]
+__all__ = [
+    "Family",
+    "LaunchCase",
+    "Launcher",
+    "discover",
+    "launch_cost_families",
+    "launch_costs",
+    "launchers",
+]
 
 
 def discover() -> dict[str, Family]:
@@ -60,3 +68,10 @@ def launch_costs() -> dict[str, tuple[str, object]]:
                 )
             found[row] = (f"{OPERATIONS}.{name}", setup)
     return found
+
+
+def launch_cost_families() -> dict[str, str]:
+    """The families that declare launch-cost rows, each of which has its own launch-cost
+    record: the short name of each one's module (``vector_add``) -> the module's full
+    name, in order of name."""
+    return {module.rpartition(".")[2]: module for module, _ in launch_costs().values()}

@@ -34,16 +34,17 @@ Host time of a launch means a CUDA launch: in Triton's CPU interpreter a "launch
 the whole kernel in Python. Without a GPU, :func:`measure` refuses.
 
 Each family sets up its own rows (``launch_costs`` in its declaration,
-:mod:`kernels.declarations.family`), beside the kernels they launch. This module is the
-launch_overhead record's timing code: the record's fingerprint covers it, every module
-it imports, and the families' modules (:data:`LAUNCHER_MODULES`).
+:mod:`kernels.declarations.family`), beside the kernels they launch, and its rows make
+one record, ``launch_overhead_<family>`` (:data:`FAMILY_ROWS`). This module is the
+records' timing code: a family's record covers it, every module it imports, and the
+family's module (:data:`FAMILY_MODULES`), so a changed family re-measures its own rows.
 """
 
 import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -58,21 +59,25 @@ REPEATS = 7
 WARMUP_CALLS = 100
 
 NO_GPU = (
-    "launch_overhead: host time per call is measured on a CUDA GPU only (in Triton's CPU "
+    "launch cost: host time per call is measured on a CUDA GPU only (in Triton's CPU "
     "interpreter a launch runs the whole kernel in Python); no GPU is available here"
 )
 
 
-# Every row of the record, by name, in order of the families' names: the function that
-# sets it up, from the family that declares it (kernels/declarations/family.py); and the
-# modules of those families, whose code the record measures.
+# Every launch-cost row, by name, in order of the families' names: the function that
+# sets it up, from the family that declares it (kernels/declarations/family.py).
 _ROWS = families.launch_costs()
 LAUNCHERS: dict[str, Callable[[torch.device], LaunchCase]] = {
     row: setup for row, (_, setup) in _ROWS.items()
 }
-LAUNCHER_MODULES: tuple[str, ...] = tuple(
-    dict.fromkeys(module for module, _ in _ROWS.values())
-)
+# Each family that declares rows, by the short name of its module (vector_add): the
+# module's full name and its rows in order. A family's rows are one record, whose code
+# is this module and the family's: a changed family re-measures its own rows only.
+FAMILY_MODULES: dict[str, str] = families.launch_cost_families()
+FAMILY_ROWS: dict[str, tuple[str, ...]] = {
+    family: tuple(row for row, (owner, _) in _ROWS.items() if owner == module)
+    for family, module in FAMILY_MODULES.items()
+}
 
 
 def check_case(name: str, case: LaunchCase) -> None:
@@ -204,6 +209,7 @@ class LauncherCost:
 
 
 def measure(
+    rows: Sequence[str] | None = None,
     *,
     n_calls: int = CALLS,
     repeats: int = REPEATS,
@@ -216,7 +222,8 @@ def measure(
 ) -> list[LauncherCost]:
     """Check each launcher's bare launch against it, then time the three ways of calling
     it with :func:`host_times_us` (which takes the keywords), and its replay from a CUDA
-    graph with :func:`graph_host_time`, launcher by launcher.
+    graph with :func:`graph_host_time`, launcher by launcher: the ``rows`` named (of
+    :data:`LAUNCHERS`; a family's are in :data:`FAMILY_ROWS`), or every one.
 
     On a GPU; without one this raises ``RuntimeError``, unless a stand-in ``synchronize``
     is given (the tests give one, with a stand-in clock and capture, and run the
@@ -224,9 +231,15 @@ def measure(
     """
     synchronize = synchronize or _gpu_synchronize()
     device = kernel_device()
+    unknown = [row for row in rows or () if row not in LAUNCHERS]
+    if unknown:
+        raise ValueError(
+            f"no launch-cost row is named {', '.join(map(repr, unknown))}; the families "
+            f"declare {', '.join(LAUNCHERS)}"
+        )
     costs = []
-    for name, setup in LAUNCHERS.items():
-        case = setup(device)
+    for name in LAUNCHERS if rows is None else rows:
+        case = LAUNCHERS[name](device)
         check_case(name, case)
         times = host_times_us(
             {"triton": case.triton, "bare": case.bare, "torch": case.torch},

@@ -22,9 +22,10 @@ A rate is ``null`` where a provider could not run or be timed at a size; the rea
 under ``unavailable``. Every problem with a file is a :class:`MeasurementError` that
 names the file and the key.
 
-One record is not a rate: ``launch_overhead.json``, a :class:`LaunchOverhead`, holds
-the host time of one call of each launcher in microseconds (metric ``us``, allowed for
-that record only). Its ``x`` are launcher names, not sizes; its ``series`` are exactly
+The launch-cost records are not rates: ``launch_overhead_<family>.json``, one per
+kernel family (``launch_overhead_vector_add``), each a :class:`LaunchOverhead`, hold the
+host time of one call of each of the family's launchers in microseconds (metric ``us``,
+allowed for those records only). Its ``x`` are launcher names, not sizes; its ``series`` are exactly
 ``Triton`` (the launcher as a user calls it), ``bare launch`` (the same kernels launched
 with precomputed arguments) and ``PyTorch`` (the equivalent op); ``inputs`` says what
 each launcher was called on; ``final_wait_us``, in the shape of ``series``, how long the
@@ -78,14 +79,15 @@ _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # bytes or FLOPs per call).
 RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
 METRICS = tuple(RATE_SCALE)
-# The one record that is not a rate, its metric, and its series in order.
+# The records that are not rates, one per kernel family (the name's prefix, then the
+# family's: launch_overhead_vector_add), their metric, and their series in order.
 LAUNCH_OVERHEAD = "launch_overhead"
 LAUNCH_METRIC = "us"
 LAUNCH_SERIES = ("Triton", "bare launch", "PyTorch", "CUDA graph")
 # The series timed as a loop of calls and one wait; "CUDA graph" is one replay of a
 # graph of those calls, whose final wait is the whole graph's GPU time.
 LAUNCH_LOOPS = ("Triton", "bare launch", "PyTorch")
-# The series of launch_overhead that must hold a time for every launcher: the table
+# The series of a launch-cost record that must hold a time for every launcher: the table
 # and the page subtract one from the other.
 _LAUNCH_TIMED = ("Triton", "bare launch")
 _LAUNCH_KEYS = (
@@ -99,7 +101,7 @@ _LAUNCH_KEYS = (
     "code",
     "environment",
 )
-# Keys of a rate record that a launch_overhead record must not have (see the docstring).
+# Keys of a rate record that a launch-cost record must not have (see the docstring).
 _RATE_ONLY_KEYS = (
     "work",
     "call_series",
@@ -254,7 +256,8 @@ class Measurement:
 
 @dataclass(frozen=True)
 class LaunchOverhead:
-    """``launch_overhead.json``: microseconds of host time per call, for each launcher.
+    """``launch_overhead_<family>.json``: microseconds of host time per call, for each
+    launcher of a family (or of several: :func:`kernels.harness.launch_record.combined`).
 
     ``series`` holds, per name of :data:`LAUNCH_SERIES`, one time per launcher in ``x``
     (``null`` only for ``PyTorch`` and ``CUDA graph``, with the reason under
@@ -310,8 +313,20 @@ class LaunchOverhead:
         return {**doc, **self.details}
 
 
-# What a measurements file holds: a rate record, or the launch_overhead record.
+# What a measurements file holds: a rate record, or a launch-cost record.
 Record = Measurement | LaunchOverhead
+
+
+def launch_record_name(family: str) -> str:
+    """The name of the launch-cost record of the family whose module is ``family``:
+    ``launch_overhead_vector_add`` for :mod:`kernels.operations.vector_add`."""
+    return f"{LAUNCH_OVERHEAD}_{family}"
+
+
+def is_launch_record(name: object) -> bool:
+    """Whether ``name`` is the name of a family's launch-cost record."""
+    prefix = f"{LAUNCH_OVERHEAD}_"
+    return isinstance(name, str) and name.startswith(prefix) and len(name) > len(prefix)
 
 
 def gpu_slug(device_name: str) -> str:
@@ -477,10 +492,10 @@ def _unavailable(doc: dict[str, Any], fail: _Fail) -> dict[str, str]:
 
 
 def record_from_json(doc: Any, source: str) -> Record:
-    """The record that ``doc`` holds: a :class:`LaunchOverhead` for the launch_overhead
-    benchmark or the ``us`` metric, else a :class:`Measurement`; each validated."""
+    """The record that ``doc`` holds: a :class:`LaunchOverhead` for a launch-cost record
+    (its name or the ``us`` metric says so), else a :class:`Measurement`; each validated."""
     if isinstance(doc, dict) and (
-        doc.get("benchmark") == LAUNCH_OVERHEAD or doc.get("metric") == LAUNCH_METRIC
+        is_launch_record(doc.get("benchmark")) or doc.get("metric") == LAUNCH_METRIC
     ):
         return launch_overhead_from_json(doc, source)
     return from_json(doc, source)
@@ -495,22 +510,22 @@ def launch_overhead_from_json(doc: Any, source: str) -> LaunchOverhead:
     for key in _LAUNCH_KEYS:
         if key not in doc:
             raise fail(f"missing key {key!r}")
-    if doc["benchmark"] != LAUNCH_OVERHEAD:
+    if not is_launch_record(doc["benchmark"]):
         raise fail(
-            f"'metric' {LAUNCH_METRIC!r} (microseconds per call) is for the {LAUNCH_OVERHEAD} "
-            f"record only; 'benchmark' is {doc['benchmark']!r}, whose metric must be one of "
-            f"{', '.join(METRICS)}"
+            f"'metric' {LAUNCH_METRIC!r} (microseconds per call) is for the launch-cost "
+            f"records ({LAUNCH_OVERHEAD}_<family>) only; 'benchmark' is "
+            f"{doc['benchmark']!r}, whose metric must be one of {', '.join(METRICS)}"
         )
     if doc["metric"] != LAUNCH_METRIC:
         raise fail(
-            f"'metric' is {doc['metric']!r}; the {LAUNCH_OVERHEAD} record holds microseconds "
-            f"per call: {LAUNCH_METRIC!r}"
+            f"'metric' is {doc['metric']!r}; a launch-cost record holds microseconds per "
+            f"call: {LAUNCH_METRIC!r}"
         )
     for key in _RATE_ONLY_KEYS:
         if key in doc:
             raise fail(
-                f"{key!r} belongs to rate records; {LAUNCH_OVERHEAD} holds host times per "
-                "call, with no work, call time, ceiling or dtype of its own"
+                f"{key!r} belongs to rate records; a launch-cost record holds host times "
+                "per call, with no work, call time, ceiling or dtype of its own"
             )
     if not isinstance(doc["x_name"], str) or not doc["x_name"]:
         raise fail("'x_name' must be a non-empty string")
@@ -595,7 +610,7 @@ def from_json(doc: Any, source: str) -> Measurement:
     if doc["metric"] not in METRICS:
         raise fail(
             f"'metric' is {doc['metric']!r}; it must be one of {', '.join(METRICS)} "
-            f"({LAUNCH_METRIC!r} is for the {LAUNCH_OVERHEAD} record only)"
+            f"({LAUNCH_METRIC!r} is for the launch-cost records only)"
         )
     x = doc["x"]
     if not isinstance(x, list) or not x or not all(_size(v) for v in x):
@@ -827,10 +842,10 @@ def _gpu_named_in(path: Path) -> str | None:
     return _GPU_BY_DIGEST[digest]
 
 
-def load_launch_overhead(gpu: str | None = None) -> LaunchOverhead:
-    """The recorded ``launch_overhead`` record of ``gpu`` (the primary's by default),
-    validated."""
-    record = load(LAUNCH_OVERHEAD, metric=LAUNCH_METRIC, gpu=gpu)
+def load_launch_overhead(name: str, gpu: str | None = None) -> LaunchOverhead:
+    """The recorded launch-cost record ``name`` (``launch_overhead_<family>``) of ``gpu``
+    (the primary's by default), validated."""
+    record = load(name, metric=LAUNCH_METRIC, gpu=gpu)
     assert isinstance(
         record, LaunchOverhead
     )  # what record_from_json reads for this name

@@ -6,8 +6,9 @@ and writes this GPU's records; ``--stale`` lists the records that no longer matc
 code; ``--shard I/N`` measures one of N parts, ``--gpus all`` a part per visible GPU.
 
 It lives apart from :mod:`kernels.harness.bench`, the harness that pages import, because it
-handles the launch_overhead record too, whose timing code (:mod:`kernels.harness.launch_record`)
-imports every launcher: a page that imports the harness depends only on what it uses.
+handles the families' launch-cost records too, whose timing code
+(:mod:`kernels.harness.launch_record`) imports every launcher: a page that imports the
+harness depends only on what it uses.
 """
 
 import argparse
@@ -19,7 +20,8 @@ import torch
 
 from ..declarations.spec import BenchmarkSpec
 from ..triton_helpers.runtime import interpreted
-from . import bench, fingerprint, launch_record, measurements, shards
+from . import bench, fingerprint, launch_cost, launch_record, measurements, shards
+from .launch_record import LAUNCH_RECORDS
 from .measurements import LAUNCH_OVERHEAD, MeasurementError
 
 
@@ -29,8 +31,8 @@ def _refusal(
     # Why a normal build would refuse record ``name`` of ``gpu`` (missing, malformed,
     # stale), or None when it would draw it.
     try:
-        if name == LAUNCH_OVERHEAD:
-            launch_record.load_current_launch_overhead(gpu)
+        if name in LAUNCH_RECORDS:
+            launch_record.load_current_launch_overhead(name, gpu)
         else:
             bench.load_current(specs[name], gpu)
     except MeasurementError as error:
@@ -53,10 +55,10 @@ def stale_report(
     malformed, stale, in the wrong GPU's folder or beside a record that names its GPU
     otherwise, of a commit not in the history of HEAD, unlike its spec, left over from a
     benchmark that no longer exists, or missing from the primary GPU (another GPU need
-    not have every record; the page shows what it has). ``launch_overhead``: check that
-    record too."""
-    names = [*specs, LAUNCH_OVERHEAD] if launch_overhead else list(specs)
-    known = {*bench.discover(), LAUNCH_OVERHEAD}
+    not have every record; the page shows what it has). ``launch_overhead``: check the
+    families' launch-cost records too."""
+    names = [*specs, *LAUNCH_RECORDS] if launch_overhead else list(specs)
+    known = {*bench.discover(), *LAUNCH_RECORDS}
     root = measurements.MEASUREMENTS_ROOT
     problems = [
         f"{path}: a record belongs in its GPU's folder, {root}/<gpu>/"
@@ -77,11 +79,16 @@ def stale_report(
 
 
 def shard_plan(names: Sequence[str], count: int) -> list["shards.Shard"]:
-    """``names`` (benchmarks and launch_overhead) in ``count`` shards, modules whole,
-    balanced by how long the primary GPU's records took to measure."""
+    """``names`` (benchmarks and launch-cost records) in ``count`` shards, modules whole
+    (a family's launch-cost record goes with its module's benchmarks), balanced by how
+    long the primary GPU's records took to measure."""
     specs = bench.discover()
     modules = {
-        name: bench.LAUNCH_MODULE if name == LAUNCH_OVERHEAD else specs[name].module
+        name: (
+            launch_cost.FAMILY_MODULES[LAUNCH_RECORDS[name]]
+            if name in LAUNCH_RECORDS
+            else specs[name].module
+        )
         for name in names
     }
     return shards.plan(
@@ -106,8 +113,8 @@ def _measure_and_save(names: Sequence[str], budget_s: float | None) -> list[str]
         if budget_s is not None and time.monotonic() - started > budget_s:
             return list(names[index:])
         record = (
-            launch_record.measure_launch_overhead()
-            if name == LAUNCH_OVERHEAD
+            launch_record.measure_launch_overhead(name)
+            if name in LAUNCH_RECORDS
             else bench.measure(specs[name])
         )
         print(f"wrote {measurements.save(record)}", flush=True)
@@ -120,13 +127,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     GPU at once (``--gpus all``); ``--list`` prints the shard plan without a GPU;
     ``--stale`` lists the records that do not match the code."""
     specs = bench.discover()
-    known = [*specs, LAUNCH_OVERHEAD]
+    known = [*specs, *LAUNCH_RECORDS]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"benchmarks to measure (default: all of {', '.join(known)})",
+        help=(
+            f"benchmarks to measure (default: all of {', '.join(known)}; "
+            f"{LAUNCH_OVERHEAD} names every family's launch-cost record)"
+        ),
     )
     parser.add_argument(
         "--stale",
@@ -160,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="start no benchmark after this many seconds; list the ones left and exit 3",
     )
     args = parser.parse_args(argv)
+    if LAUNCH_OVERHEAD in args.names:  # every family's launch-cost record, in its place
+        at = args.names.index(LAUNCH_OVERHEAD)
+        args.names[at : at + 1] = [n for n in LAUNCH_RECORDS if n not in args.names]
+        args.names = list(dict.fromkeys(args.names))
     unknown = sorted(set(args.names) - set(known))
     if unknown:
         parser.error(
@@ -169,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.stale:
         problems = stale_report(
             {name: specs[name] for name in chosen if name in specs},
-            launch_overhead=LAUNCH_OVERHEAD in chosen,
+            launch_overhead=any(name in LAUNCH_RECORDS for name in chosen),
         )
         for line in problems:
             print(line)
