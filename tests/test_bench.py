@@ -487,9 +487,9 @@ def test_stale_names_a_missing_record_and_one_of_no_benchmark(tmp_path: Path) ->
     assert result.returncode == 1
     assert "no recorded measurement for 'dropout'" in result.stdout
     assert "dropout_old.json: no benchmark is named 'dropout_old'" in result.stdout
-    (records / "launch_overhead.json").unlink()
+    (records / "launch_overhead_softmax.json").unlink()
     result = _stale_command(course)
-    assert "no recorded measurement for 'launch_overhead'" in result.stdout
+    assert "no recorded measurement for 'launch_overhead_softmax'" in result.stdout
     assert "Records that cannot be drawn: 3\n" in result.stderr
 
 
@@ -501,13 +501,17 @@ def test_a_harness_change_makes_every_record_stale(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = _stale_command(course)
-    # All but launch_overhead, which kernels/harness/launch_cost.py times on its own, on every GPU.
-    stale = sum(len(set(names) - {bench.LAUNCH_OVERHEAD}) for names in RECORDS_BY_GPU.values())
+    # All but the launch-cost records, which kernels/harness/launch_cost.py times on its
+    # own, on every GPU.
+    stale = sum(
+        len([name for name in names if not measurements.is_launch_record(name)])
+        for names in RECORDS_BY_GPU.values()
+    )
     assert result.returncode == 1 and f"drawn: {stale}\n" in result.stderr
-    assert "launch_overhead.json" not in result.stdout
+    assert "launch_overhead_" not in result.stdout
 
 
-def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Path) -> None:
+def test_a_change_to_the_launch_timing_makes_only_its_records_stale(tmp_path: Path) -> None:
     course = _copy_of_the_course(tmp_path)
     module = course / "kernels" / "harness" / "launch_cost.py"
     module.write_text(
@@ -515,9 +519,15 @@ def test_a_change_to_the_launch_timing_makes_only_its_record_stale(tmp_path: Pat
         encoding="utf-8",
     )
     result = _stale_command(course)
-    assert result.returncode == 1 and "Records that cannot be drawn: 1\n" in result.stderr
-    assert "launch_overhead.json is stale" in result.stdout
+    # Every family's launch-cost record, on every GPU that has them, and no other.
+    stale = sum(
+        len([name for name in names if measurements.is_launch_record(name)])
+        for names in RECORDS_BY_GPU.values()
+    )
+    assert result.returncode == 1 and f"Records that cannot be drawn: {stale}\n" in result.stderr
+    assert "launch_overhead_vector_add.json is stale" in result.stdout
     assert "kernels/launch_cost.py changed" in result.stdout
+    assert "vector_add.json is stale" not in result.stdout.replace("overhead_vector_add", "")
 
 
 @pytest.fixture
@@ -532,14 +542,14 @@ def test_unusable_records_are_the_ones_a_normal_build_refuses(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # Every committed record matches the code (test_measurements checks it) ...
-    names = {"vector_add", "softmax", bench.LAUNCH_OVERHEAD}
+    names = {"vector_add", "softmax", "launch_overhead_softmax"}
     assert recording.unusable_records(names) == set()
     committed = measurements.gpu_dir()
     tmp_path = records_folder(monkeypatch, tmp_path, measurements.PRIMARY_GPU)
-    # ... none is usable in an empty folder, launch_overhead included ...
+    # ... none is usable in an empty folder, a launch-cost record included ...
     assert recording.unusable_records(names) == names
     # ... and of a good record, a missing one and a stale one, the last two are named.
-    shutil.copy(committed / "launch_overhead.json", tmp_path)
+    shutil.copy(committed / "launch_overhead_softmax.json", tmp_path)
     doc = committed_doc(committed / "vector_add.json")
     doc["code"]["fingerprint"] = "0" * len(doc["code"]["fingerprint"])
     (tmp_path / "vector_add.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -726,16 +736,20 @@ def test_only_stale_picks_the_benchmarks_whose_records_no_longer_match(tmp_path:
         env={"PATH": "", "PYTHONPATH": str(course), "NINJA_GAP_COMMIT": "test"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    stale = f"Missing or stale on the {PRIMARY}: vector_add vector_add_fp16 launch_overhead"
-    assert stale in result.stdout
+    stale = f"Missing or stale on the {PRIMARY}: vector_add vector_add_fp16"
+    assert stale + " launch_overhead_vector_add\n" in result.stdout
     # The shard's estimate counts the records that say how long they took to measure.
-    timed = sum(shards.measured_seconds(name) is not None
-                for name in ("vector_add", "vector_add_fp16", "launch_overhead"))  # fmt: skip
+    names = ("vector_add", "vector_add_fp16", "launch_overhead_vector_add")
+    timed = sum(shards.measured_seconds(name) is not None for name in names)
     # The plan orders a shard's benchmarks by their measured times, which each record
     # brings: compare the names, not their order.
     planned = re.search(rf"\({timed} of 3 timed before\): (.*)", result.stdout)
     assert planned, result.stdout
-    assert sorted(planned.group(1).split()) == ["launch_overhead", "vector_add", "vector_add_fp16"]
+    assert sorted(planned.group(1).split()) == [
+        "launch_overhead_vector_add",
+        "vector_add",
+        "vector_add_fp16",
+    ]
 
 
 def test_the_legends_name_the_series_in_the_edition_s_language(

@@ -17,6 +17,7 @@ statement, wherever it stands in a module, relative ones resolved).
 """
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,13 @@ def test_a_room_s_init_holds_its_docstring_and_nothing_else() -> None:
             continue  # a package of its own, with code: the fingerprint follows it
         body = ast.parse(init.read_text(encoding="utf-8")).body
         assert len(body) == 1 and isinstance(body[0], ast.Expr), init
+
+
+def test_the_installed_package_ships_every_room() -> None:
+    # Before, pyproject.toml listed the package as it was before the rooms: an installed
+    # course (the downloads run one) had no kernels.triton_helpers and failed to import.
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = set(config["tool"]["setuptools"]["packages"])
+    rooms = {f"ninja_gap.kernels.{room}" for room in ALLOWED}
+    assert rooms | {"ninja_gap.kernels"} <= packages
+    assert {p.parent.name for p in PACKAGE.glob("*/__init__.py")} == set(ALLOWED)
