@@ -16,6 +16,7 @@ fingerprint.
 
 import dataclasses
 import importlib
+import pkgutil
 
 from ..text.messages import _, number
 from ..triton_helpers.checks import check_bool
@@ -36,17 +37,19 @@ __all__ = [
 ]
 
 # The lessons (docs/lessons/) that have exercises, by the name of their quiz bank, in
-# course order; then the gallery's pages (gallery/plot_NN_*.py), likewise.
+# course order.
 LESSONS = ("intro", "constexpr", "tiles", "debugging")
-GALLERY = (
-    "vector_add",
-    "dropout",
-    "softmax",
-    "rms_norm",
-    "layer_norm",
-    "cross_entropy",
-    "matmul",
-    "flash_attention",
+# This package's own machinery; every other module here holds a page's exercises.
+_MACHINERY = frozenset({"checker", "model", "speed"})
+# The gallery's pages (gallery/plot_NN_*.py) that have exercises, found as the modules
+# of this package named as their banks, in order of name: a new page's module is found
+# here, and no list needs an edit.
+GALLERY = tuple(
+    sorted(
+        info.name
+        for info in pkgutil.iter_modules(__path__)
+        if info.name not in _MACHINERY and info.name not in LESSONS
+    )
 )
 # Every page with exercises: the one list that lookups and the directive go by.
 PAGES = LESSONS + GALLERY
