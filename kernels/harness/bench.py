@@ -30,7 +30,6 @@ from ..declarations.spec import BenchmarkSpec, Output, ProviderUnavailable
 from ..text.messages import _, axis_name, number, translated
 from ..triton_helpers.runtime import describe_device, interpreted, kernel_device
 from . import ceilings, families, fingerprint, measurements, peers, provenance, timing
-from .families import OPERATIONS
 from .measurements import (
     Ceiling,
     Code,
@@ -699,10 +698,10 @@ def records_of(modules: Collection[str]) -> set[str]:
 def discover() -> dict[str, BenchmarkSpec]:
     """Every :class:`BenchmarkSpec` defined at the top level of a module of the
     operations room (:mod:`kernels.operations`)."""
-    package = importlib.import_module(OPERATIONS)
+    package = importlib.import_module(families.OPERATIONS)
     found: dict[str, BenchmarkSpec] = {}
     for module_info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{OPERATIONS}.{module_info.name}")
+        module = importlib.import_module(f"{families.OPERATIONS}.{module_info.name}")
         for value in vars(module).values():
             if isinstance(value, BenchmarkSpec):
                 if found.get(value.name, value) is not value:

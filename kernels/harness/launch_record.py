@@ -200,7 +200,7 @@ def combined(records: Sequence[LaunchOverhead]) -> LaunchOverhead:
         ),
         environment=records[0].environment,
         unavailable={p: "; ".join(reasons) for p, reasons in unavailable.items()},
-        details={"records": list(LAUNCH_RECORDS)},
+        details={"records": [record.benchmark for record in records]},
         fresh=any(record.fresh for record in records),
     )
 
